@@ -1,0 +1,37 @@
+"""Sphinx extension: serve the site's JavaScript locally so that every page works offline.
+
+- MathJax 3 (vendored in ``_assets/mathjax``) replaces Sphinx's CDN default; see
+  ``mathjax_path`` in ``_config.yml``.
+- plotly.js is copied from the installed plotly package to ``_static/plotly.min.js`` and
+  added only to pages that contain a plotly figure.
+"""
+
+from pathlib import Path
+
+import plotly
+
+ASSETS = Path(__file__).resolve().parent.parent / "_assets"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def _add_assets_dir(app, config):
+    # added here, not in _config.yml, so Jupyter Book does not put every .js on every page
+    config.html_static_path.append(str(ASSETS))
+
+
+def _plotly_where_needed(app, pagename, templatename, context, doctree):
+    if "plotly-graph-div" in context.get("body", ""):
+        app.add_js_file("plotly.min.js", priority=100)
+
+
+def _copy_plotly(app, exception):
+    if exception is None and app.builder.format == "html":
+        target = Path(app.outdir) / "_static" / "plotly.min.js"
+        target.write_bytes(PLOTLY_JS.read_bytes())
+
+
+def setup(app):
+    app.connect("config-inited", _add_assets_dir)
+    app.connect("html-page-context", _plotly_where_needed)
+    app.connect("build-finished", _copy_plotly)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

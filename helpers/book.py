@@ -1,0 +1,74 @@
+"""Where the book lives, and what every notebook needs from its surroundings.
+
+The repository root is the folder that holds ``_config.yml``; the repository URL is
+defined there once and read from there by everything else.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def repo_path(*parts: str) -> Path:
+    """Absolute path of ``parts`` inside the repository, e.g. ``repo_path("data")``."""
+    return REPO_ROOT.joinpath(*parts)
+
+
+@functools.lru_cache(maxsize=1)
+def book_config() -> dict[str, Any]:
+    """The parsed ``_config.yml`` of the book."""
+    path = repo_path("_config.yml")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found: helpers must be used from a checkout of the book "
+            "(git clone the repository, then `pip install -e .` from its root)."
+        )
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def repository_url() -> str:
+    """The book's repository URL, as defined once in ``_config.yml``."""
+    return book_config()["repository"]["url"].rstrip("/")
+
+
+def in_colab() -> bool:
+    """True when running inside Google Colab."""
+    return "google.colab" in sys.modules
+
+
+def building_book() -> bool:
+    """True while the book's build executes a notebook (``tools/book.py`` sets BOOK_BUILD=1)."""
+    return os.environ.get("BOOK_BUILD") == "1"
+
+
+def glue(name: str, value: Any) -> None:
+    """Bind ``value`` to ``name`` so the prose can show it (``{glue:text}`name```) and tests can read it.
+
+    Uses myst-nb's ``glue`` (without displaying the value, so it is not rendered twice).
+    NumPy and torch scalars are stored as plain Python numbers, so that format specs
+    like ``:.2f`` work in the prose and tests can read the value back with
+    ``ast.literal_eval``. Where myst-nb is not installed (e.g. in Colab) this only
+    does nothing. Returns None, so a glue call at the end of a cell prints nothing.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"glue name must be a Python identifier, got {name!r}")
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()  # numpy / torch scalar -> int, float or bool
+    if not isinstance(value, (bool, int, float, str)):
+        raise TypeError(
+            f"glue {name!r}: value must be a number, bool or str (got {type(value).__name__}); "
+            "glue each number separately"
+        )
+    try:
+        from myst_nb import glue as _myst_glue
+    except ImportError:  # Colab, plain Jupyter: nothing to bind into
+        return
+    _myst_glue(name, value, display=False)

@@ -1,0 +1,62 @@
+"""The plot theme and offline plotly rendering; glue's conversions and refusals."""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+import plotnine as p9
+import pytest
+import torch
+
+from helpers import book, plotting
+
+
+def test_theme_applies_to_a_figure():
+    df = pd.DataFrame({"x": [1, 2, 3], "y": [1, 4, 9], "g": ["a", "b", "a"]})
+    fig = p9.ggplot(df, p9.aes("x", "y", colour="g")) + p9.geom_line() + plotting.scale_colour_book() + plotting.theme_book()
+    drawn = fig.draw()
+    assert tuple(drawn.get_size_inches()) == (7.0, 4.0)
+    assert len(set(plotting.PALETTE)) == len(plotting.PALETTE) == 8
+
+
+def test_offline_renderer_emits_no_plotly_js_no_cdn_and_stable_ids(monkeypatch):
+    monkeypatch.setenv("BOOK_BUILD", "1")
+    plotting.use_book_style()
+    fig = go.Figure(go.Surface(z=np.arange(12.0).reshape(3, 4)))
+    bundle = pio.renderers["book_offline"].to_mimebundle(fig.to_dict())
+    html = bundle["text/html"]
+    assert set(bundle) == {"text/html"}
+    assert 'class="plotly-graph-div"' in html and "Plotly.newPlot" in html
+    assert "<script src" not in html and "cdn" not in html.lower() and len(html) < 50_000
+    assert html == pio.renderers["book_offline"].to_mimebundle(fig.to_dict())["text/html"]
+    assert pio.renderers.default == "book_offline" and pio.templates.default == "book"
+
+
+def test_outside_the_build_plotly_default_renderer_is_left_alone(monkeypatch):
+    monkeypatch.delenv("BOOK_BUILD", raising=False)
+    pio.renderers.default = "png"
+    plotting.use_book_style()
+    assert pio.renderers.default == "png"
+
+
+def test_glue_stores_plain_python_numbers(monkeypatch):
+    stored = {}
+    import myst_nb
+
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: value}))
+    book.glue("a", np.float64(0.5))
+    book.glue("b", torch.tensor(3))
+    book.glue("c", np.bool_(True))
+    assert stored == {"a": 0.5, "b": 3, "c": True}
+    assert [type(v) for v in stored.values()] == [float, int, bool]
+
+
+def test_glue_refuses_bad_names_and_values():
+    with pytest.raises(ValueError, match="identifier"):
+        book.glue("not a name", 1)
+    with pytest.raises(TypeError, match="glue each number separately"):
+        book.glue("arr", np.arange(3))
+
+
+def test_repository_url_is_defined_once():
+    assert book.repository_url().startswith("https://github.com/")

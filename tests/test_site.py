@@ -1,0 +1,140 @@
+"""The built site, opened in headless Chromium as a reader would: offline, complete, drawn."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+from conftest import ROOT, SITE
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+#: Console messages that are known, harmless noise of the theme (matched as substrings).
+CONSOLE_ALLOW = [
+    "Got invalid theme mode",           # pydata-sphinx-theme, first visit without a stored mode
+    "THEBE_JS_URL",                     # sphinx-thebe declares it twice
+    "GPU stall due to ReadPixels",      # software WebGL in headless Chromium
+    "willReadFrequently",               # plotly reading back a canvas
+]
+
+pytestmark = pytest.mark.browser
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+    return [f"{f}.html" for f in files]
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"{SITE} has no site: build it first (`make book`; `make test` does it)")
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found: install it (`apt-get install -y chromium`); .ci/run does")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def visit(browser, url):
+    """Open `url`; returns (page, console messages, non-local requests, failed local responses)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    console, foreign, failed = [], [], []
+    page.on("console", lambda m: console.append((m.type, m.text)))
+
+    def route(r):
+        host = urlparse(r.request.url).hostname
+        if r.request.url.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost"):
+            return r.continue_()
+        foreign.append(r.request.url)
+        return r.abort()
+
+    page.route("**/*", route)
+    page.on("response", lambda resp: failed.append(resp.url) if resp.status >= 400 else None)
+    page.goto(url, wait_until="networkidle")
+    page.wait_for_timeout(500)
+    return page, console, foreign, failed
+
+
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_page_loads_offline_and_draws_everything(browser, site_url, page_path):
+    page, console, foreign, failed = visit(browser, f"{site_url}/{page_path}")
+    assert not foreign, f"requests to non-local hosts: {foreign}"
+    assert [u for u in failed if not u.endswith("/favicon.ico")] == []
+    errors = [t for kind, t in console if kind == "error" and not any(a in t for a in CONSOLE_ALLOW)
+              and not ("Failed to load resource" in t and failed and all(u.endswith("favicon.ico") for u in failed))]
+    assert not errors, f"console errors: {errors}"
+    # every figure image is visible and actually decoded
+    images = page.locator("main .cell_output img")
+    for i in range(images.count()):
+        img = images.nth(i)
+        hidden_by_toggle = img.evaluate("el => !!el.closest('details:not([open]), .toggle-hidden')")
+        if not hidden_by_toggle:
+            img.scroll_into_view_if_needed()
+            assert img.is_visible(), f"figure {i} is not visible"
+        assert img.evaluate("el => el.complete && el.naturalWidth > 0"), f"figure {i} did not load"
+    # every plotly div is drawn (an SVG for 2-D, a WebGL canvas too for 3-D)
+    divs = page.locator(".plotly-graph-div")
+    for i in range(divs.count()):
+        div = divs.nth(i)
+        div.scroll_into_view_if_needed()
+        assert div.locator(".main-svg").count() > 0, f"plotly figure {i} not drawn"
+        if div.evaluate("el => (el.data || []).some(t => /3d|surface|mesh/.test(t.type))"):
+            assert div.locator("canvas").count() > 0, f"3-D plotly figure {i} has no WebGL canvas"
+    # plotly.js is loaded only by pages with plotly figures
+    scripts = page.eval_on_selector_all("script[src]", "els => els.map(e => e.getAttribute('src'))")
+    assert any("plotly.min.js" in s for s in scripts) == (divs.count() > 0)
+    # typeset math, if the page has any
+    if page.locator("div.math, span.math").count():
+        page.wait_for_selector("mjx-container", timeout=10_000)
+    page.close()
+
+
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_path):
+    page, *_ = visit(browser, f"{site_url}/{page_path}")
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    owner_repo = repo.removeprefix("https://github.com/")
+    notebook = page_path.replace(".html", ".ipynb")
+    links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+    assert f"https://colab.research.google.com/github/{owner_repo}/blob/main/{notebook}" in links
+    assert any(link.endswith(f"_sources/{notebook}") for link in links), "no .ipynb download link"
+    # the injected-parameters cell is hidden; the notebook's own parameters cell is shown
+    body = page.inner_text("main")
+    assert "# Parameters" not in body and "HEAVY_EVAL = False" in body
+    page.close()
+
+
+def test_glued_numbers_appear_in_the_rendered_prose(browser, site_url):
+    page, *_ = visit(browser, f"{site_url}/chapters/14_45_sequence_modelling_problems.html")
+    body = page.inner_text("main")
+    assert "{glue" not in body
+    assert re.search(r"has \d+ parameters at every length", body)
+    page.close()

@@ -1,0 +1,214 @@
+"""Build the book: execute every notebook with papermill, then render the site with Jupyter Book.
+
+    python tools/book.py                 # execute (HEAVY_EVAL=False) + render to _build/html
+    python tools/book.py --heavy         # retrain the heavy sections and rewrite cache/
+    python tools/book.py --force         # re-execute even notebooks whose inputs are unchanged
+    python tools/book.py --only 14_45    # execute only matching notebooks (the site still renders all)
+    python tools/book.py --no-render     # execute only
+
+Executed copies go to ``_build/executed/chapters/`` beside a copy of the book's other
+sources; Jupyter Book renders that folder (``execute_notebooks: "off"``, warnings are
+errors). A notebook is re-executed only when its inputs changed: its source, the
+helpers package, the data, the cache, or the parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+BUILD = ROOT / "_build"
+STAGE = BUILD / "executed"
+#: What the book's source holds besides the notebooks; copied next to the executed copies.
+BOOK_FILES = ["_config.yml", "_toc.yml", "intro.md", "references.md", "references.bib"]
+BOOK_DIRS = ["_ext", "_assets"]
+#: Inputs whose change invalidates every executed notebook.
+SHARED_INPUTS = ["helpers", "data", "cache"]
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook raised while executing; the message names the notebook and the cell."""
+
+
+@dataclass
+class Executed:
+    notebook: str
+    seconds: float
+    skipped: bool
+
+
+def source_notebooks() -> list[Path]:
+    """Every notebook of the book, in file-name order (which is section order)."""
+    return sorted(p for p in CHAPTERS.glob("*.ipynb") if not p.name.startswith("_"))
+
+
+def input_hash(notebook: Path, parameters: dict) -> str:
+    """Hash of everything a notebook's outputs depend on (source, helpers, data, cache, params)."""
+    digest = hashlib.sha256(notebook.read_bytes())
+    for folder in SHARED_INPUTS:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(ROOT).as_posix().encode())
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    digest.update(json.dumps(parameters, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _failed_cell(src: Path, dst: Path) -> str:
+    """'cell N `first line`' of the cell that raised, N counted in the *source* notebook."""
+    executed = json.loads(dst.read_text())["cells"] if dst.exists() else []
+    failed = next((c for c in executed if any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
+    if failed is None:
+        return "an unknown cell"
+    source = "".join(failed["source"])
+    src_cells = json.loads(src.read_text())["cells"]
+    index = next((i for i, c in enumerate(src_cells) if "".join(c["source"]) == source), "?")
+    first = next((line for line in source.splitlines() if line.strip()), "")
+    return f"cell {index} `{first[:80]}`"
+
+
+def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -> float:
+    """Execute ``src`` with papermill into ``dst``; returns the wall time in seconds.
+
+    The kernel runs in ``src``'s folder with BOOK_BUILD=1. On failure raises
+    ``NotebookFailed`` naming the notebook, the cell (index and first line) and the
+    error; the partly executed copy stays at ``dst`` for inspection.
+    """
+    import nbformat
+    import papermill as pm
+
+    kernel_env = {"BOOK_BUILD": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    kernel_env.update({v: str(threads) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+    saved = {k: os.environ.get(k) for k in kernel_env}
+    os.environ.update(kernel_env)  # the kernel inherits this process's environment
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(
+            str(src), str(dst), parameters=parameters, cwd=str(src.parent),
+            kernel_name="python3", progress_bar=False, log_output=False,
+        )
+    except pm.PapermillExecutionError as err:
+        raise NotebookFailed(
+            f"{src.relative_to(ROOT)}: {_failed_cell(src, dst)} (execution count {err.exec_count}) "
+            f"raised {err.ename}: {err.evalue}"
+        ) from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    seconds = time.perf_counter() - start
+    nb = nbformat.read(str(dst), as_version=4)
+    for cell in nb.cells:  # hide papermill's injected parameters in the site
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    nb.metadata["book"] = {
+        "input_hash": input_hash(src, parameters),
+        "exec_seconds": round(seconds, 2),
+        "parameters": parameters,
+    }
+    nbformat.write(nb, str(dst))
+    return seconds
+
+
+def _execute_one(src: str, parameters: dict, threads: int, force: bool) -> Executed:
+    src_path = Path(src)
+    dst = STAGE / "chapters" / src_path.name
+    if not force and dst.exists():
+        meta = json.loads(dst.read_text()).get("metadata", {}).get("book", {})
+        if meta.get("input_hash") == input_hash(src_path, parameters):
+            return Executed(src_path.name, meta.get("exec_seconds", 0.0), skipped=True)
+    return Executed(src_path.name, execute_notebook(src_path, dst, parameters, threads), False)
+
+
+def execute_all(heavy: bool, force: bool, only: str | None, jobs: int) -> list[Executed]:
+    """Execute the book's notebooks, ``jobs`` at a time; raises ``NotebookFailed`` listing failures."""
+    notebooks = [p for p in source_notebooks() if only is None or only in p.name]
+    if not notebooks:
+        raise SystemExit(f"no notebook in {CHAPTERS} matches {only!r}")
+    parameters = {"HEAVY_EVAL": heavy}
+    threads = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(notebooks))))
+    done, failures = [], []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_execute_one, str(p), parameters, threads, force): p for p in notebooks}
+        for future in as_completed(futures):
+            try:
+                result = future.result()
+            except NotebookFailed as err:
+                failures.append(str(err))
+                print(f"FAILED  {err}", flush=True)
+                continue
+            done.append(result)
+            state = "cached " if result.skipped else "ran    "
+            print(f"{state} {result.notebook:<50} {result.seconds:7.1f} s", flush=True)
+    if failures:
+        raise NotebookFailed("notebook execution failed:\n  " + "\n  ".join(failures))
+    return sorted(done, key=lambda r: r.notebook)
+
+
+def stage_sources() -> None:
+    """Copy the book's non-notebook sources next to the executed notebooks (mtimes kept)."""
+    STAGE.mkdir(parents=True, exist_ok=True)
+    for name in BOOK_FILES:
+        shutil.copy2(ROOT / name, STAGE / name)
+    for name in BOOK_DIRS:
+        shutil.copytree(ROOT / name, STAGE / name, dirs_exist_ok=True, copy_function=shutil.copy2)
+    # drop executed copies whose source notebook no longer exists
+    sources = {p.name for p in source_notebooks()}
+    for stale in (STAGE / "chapters").glob("*.ipynb"):
+        if stale.name not in sources:
+            stale.unlink()
+
+
+def render() -> None:
+    """Render ``_build/executed`` to ``_build/html`` with Jupyter Book; warnings are errors."""
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(STAGE), "--path-output", str(ROOT), "-W", "-n", "--keep-going", "--all"]
+    result = subprocess.run(cmd, cwd=ROOT)
+    if result.returncode != 0:
+        raise SystemExit(f"Jupyter Book failed (exit {result.returncode}); see the warnings above.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--heavy", action="store_true", help="HEAVY_EVAL=True: retrain and rewrite cache/")
+    parser.add_argument("--force", action="store_true", help="re-execute unchanged notebooks too")
+    parser.add_argument("--only", help="execute only notebooks whose file name contains this")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks run at once")
+    parser.add_argument("--no-render", action="store_true", help="execute only; do not render the site")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    start = time.perf_counter()
+    try:
+        executed = execute_all(args.heavy, args.force, args.only, args.jobs)
+    except NotebookFailed as err:
+        print(f"\n{err}", file=sys.stderr)
+        return 1
+    executed_s = time.perf_counter() - start
+    stage_sources()
+    if not args.no_render:
+        render()
+    total = time.perf_counter() - start
+    ran = sum(not r.skipped for r in executed)
+    print(f"\nexecuted {ran} of {len(executed)} notebooks in {executed_s:.1f} s; "
+          f"build total {total:.1f} s; site: {BUILD / 'html' / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
