@@ -1,0 +1,59 @@
+"""§14.48: the claims its prose makes, asserted on the values its notebook glued."""
+
+import pytest
+
+STEM = "14_48_encoder_decoder_bottleneck"
+LENGTHS = [4, 8, 16, 32]
+
+
+@pytest.fixture(scope="module")
+def g(glued):
+    return glued(STEM)
+
+
+def test_parameter_count_matches_the_derived_formula(g):
+    assert g["n_params"] == g["n_params_formula"]
+
+
+def test_copy_accuracy_falls_with_length_through_a_fixed_vector(g):
+    accs = [g[f"copy_acc_{T}"] for T in LENGTHS]
+    assert g["copy_acc_decreasing"] is True
+    assert all(a > b for a, b in zip(accs, accs[1:])), "strictly falling with every doubling"
+    assert accs[0] > 0.9, "short sequences are copied almost perfectly"
+    assert accs[-1] < 0.6, "the longest is far from a copy"
+    assert accs[-1] > 1.5 * g["chance"], "... but still above chance"
+    assert accs[0] - accs[-1] > 0.35
+
+
+def test_untrained_encoder_washes_out_early_tokens_and_training_reverses_it(g):
+    assert g["sens_untrained_ratio"] > 50, "last token moves c far more than the first"
+    assert g["sens_untrained_last"] > 50 * g["sens_untrained_first"]
+    assert g["sens_trained_first"] > 2 * g["sens_trained_last"], "trained encoder protects x_1"
+
+
+def test_copy_loses_the_late_tokens(g):
+    assert g["copy16_first"] > g["copy16_last"] + 0.15
+    assert g["copy16_first_quarter"] > g["copy16_second_half"] + 0.15
+
+
+def test_reversal_loses_the_early_tokens(g):
+    assert g["rev16_first_source"] < g["rev16_last_source"] - 0.15, "earliest source token worst"
+    assert g["rev16_first_quarter"] < g["rev16_last_quarter"] - 0.15
+
+
+def test_first_output_is_equally_good_whatever_the_encoder_distance(g):
+    assert g["enc_updates_x1"] == 15
+    assert g["first_output_gap"] < 0.08
+    assert g["copy16_first"] > g["copy16_second_half"] and g["rev16_last_source"] > g["rev16_first_quarter"]
+
+
+def test_neither_task_is_close_to_a_copy(g):
+    assert g["copy16_mean"] < 0.7 and g["rev16_mean"] < 0.7
+
+
+def test_exercise_solutions(g):
+    assert g["d_hidden_wide"] == 2 * g["d_hidden"]
+    assert g["copy_acc_16"] < g["copy16_acc_wide"] < 0.95, "wider helps, but does not solve T = 16"
+    assert g["bits_per_token"] == 3 and g["bits_context"] == 1024
+    assert g["bits_longest"] < g["bits_context"] / 5, "failures happen far inside the storage limit"
+    assert g["storage_margin"] > 5
