@@ -1,0 +1,99 @@
+"""§14.54: the claims its prose makes, asserted on the values its notebook glued."""
+
+import math
+
+import pytest
+
+STEM = "14_54_transformer_block"
+
+
+@pytest.fixture(scope="module")
+def g(glued):
+    return glued(STEM)
+
+
+def test_residual_stream_is_the_sum_of_the_writes(g):
+    assert g["n_writes"] == 8, "four blocks, two sublayers each"
+    assert g["stream_err"] < 1e-5
+    assert g["identity_err_pre"] == 0.0, "pre-norm block with zeroed writes is exactly the identity"
+    assert g["identity_err_post"] > 1.0, "post-norm block renormalises the stream anyway"
+
+
+def test_layer_norm_is_per_position(g):
+    assert g["ln_err"] < 1e-5
+    assert g["ln_other_effect"] == 0.0
+    assert g["bn_other_effect"] > 0.1
+
+
+def test_feed_forward_is_position_wise(g):
+    assert g["ffn_loop_err"] < 1e-6 and g["ffn_conv_err"] < 1e-5
+    assert g["ffn_positions_changed"] == 1
+    assert g["attn_positions_changed"] == g["T_small"]
+
+
+def test_encoder_block_matches_torch(g):
+    assert g["enc_torch_n_configs"] == 4
+    assert g["enc_torch_max_diff"] < 1e-5
+
+
+def test_pre_norm_gradients_shrink_towards_the_output(g):
+    assert g["pre_first_last"] > 1.5, "pre-norm: first block gets clearly more gradient than the last"
+    assert g["pre_first_last_min_over_inits"] > 1.2, "...in every initialisation"
+    assert g["pre_decreasing_steps"] >= 0.8, "mean gradient falls at most block-to-block steps"
+    assert g["pre_max_min"] > 1.5
+
+
+def test_post_norm_gradients_are_level_and_no_smaller(g):
+    assert 0.8 < g["post_first_last"] < 1.25, "post-norm: first and last block about equal"
+    assert g["post_max_min"] < 1.3
+    assert g["post_max_min"] < g["pre_max_min"], "post-norm is the more even of the two"
+    assert g["post_over_pre_min"] > 0.95, "post-norm's gradient at least as large as pre-norm's at every block"
+    assert g["post_over_pre_first"] == pytest.approx(g["post_over_pre_min"], rel=0.5)
+    assert 0.9 < g["post_over_pre_first"] < 1.3, "about the same at the first block"
+    assert g["post_over_pre_last"] > 1.5
+
+
+def test_residual_stream_grows_in_pre_norm_only(g):
+    assert g["stream_pre_last"] > 1.5 * g["stream_pre_first"]
+    assert g["sqrt_d"] == 8.0 and g["stream_post_max_dev"] < 0.01
+
+
+def test_depth_scaling_of_the_last_blocks_gradient(g):
+    assert g["depth_shallow"] == 2 and g["depth_deep"] == 32
+    assert 0.8 < g["depth_ratio_shallow"] < 1.3, "shallow stacks: similar last-block gradients"
+    assert g["depth_ratio_deep"] > 2.0 and g["depth_ratio_deep"] > 1.5 * g["depth_ratio_shallow"]
+    assert g["pre_last_deep"] < 0.8 * g["pre_last_shallow"], "pre-norm's shrinks with depth"
+    assert g["post_last_deep"] >= g["post_last_shallow"], "post-norm's does not shrink"
+
+
+def test_decoder_block_causality_and_cross_attention(g):
+    assert g["t_change"] == 5
+    assert g["dec_past_change"] < 1e-6
+    assert g["dec_future_change"] > 1e-3
+    assert g["dec_memory_min_change"] > 1e-3
+    assert g["dec_torch_max_diff"] < 1e-5
+
+
+def test_parameter_accounting(g):
+    assert g["params_all_match"] is True and g["n_param_checks"] == 8
+    d = 512
+    assert g["params_enc_512"] == 12 * d * d + 13 * d
+    assert 1.0 < g["params_enc_512_over_12d2"] < 1.01
+    assert abs(g["ffn_share_enc_512"] - 2 / 3) < 0.01, "FFN: two thirds of an encoder block"
+    assert abs(g["ffn_share_dec_512"] - 0.5) < 0.01
+
+
+def test_flop_accounting(g):
+    assert g["flops_all_match"] is True and g["n_flop_checks"] == 18
+    assert g["flop_terms_match"] is True
+    assert g["crossover_T"] == 6 * 64 and g["crossover_ratio"] == pytest.approx(1.0, abs=1e-9)
+    assert g["share_formula_max_err"] < 1e-9
+    assert g["flops_per_weight_T16"] == pytest.approx(1 + 16 / (6 * 64))
+
+
+def test_exercise_solutions(g):
+    assert abs(g["ln_grad_cos"]) < 1e-8 < abs(g["ln_grad_cos_random"])
+    assert g["gpt2_params_formula"] == g["gpt2_params_counted"] == 124_439_808
+    assert 0.25 < g["gpt2_embedding_share"] < 0.35
+    assert g["backward_over_forward"] == pytest.approx(2.0)
+    assert math.isfinite(g["stream_pre_last"])
