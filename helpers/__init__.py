@@ -1,13 +1,21 @@
 """Shared code for *Sequence Models: Recurrence and Attention* (Chapter 14, Part 3).
 
-Each module holds one kind of thing and is introduced in the section that first
-needs it:
+Each module holds one kind of thing and is introduced in the section that first needs it:
 
-- ``helpers.book``      where the book lives, Colab detection, ``glue`` (§14.45)
-- ``helpers.repro``     seeding and device choice (§14.45)
-- ``helpers.plotting``  the book's plotnine theme, palette and plotly set-up (§14.45)
-- ``helpers.data``      the vendored data sets, checksum-verified on load (§14.45)
-- ``helpers.cache``     cached results of heavy training, with a manifest (§14.45)
+- ``helpers.book``                where the book lives, Colab detection, ``glue`` (§14.45)
+- ``helpers.repro``               seeding and device choice (§14.45)
+- ``helpers.plotting``            the book's plotnine theme, palette and plotly set-up (§14.45)
+- ``helpers.data``                the vendored data sets, checksum-verified on load (§14.45)
+- ``helpers.cache``               cached results of heavy training, with a manifest (§14.45)
+- ``helpers.gradients``           gradient norms by lag, gate equations, parameter counts (§14.46–§14.47)
+- ``helpers.seq2seq``             GRU encoder–decoders with and without attention, copy/reversal tasks (§14.48–§14.49)
+- ``helpers.attention``           scaled dot-product and multi-head attention, the causal mask (§14.50–§14.51)
+- ``helpers.positional``          sinusoidal, rotary (RoPE) and ALiBi positions (§14.52–§14.53)
+- ``helpers.transformer``         the Transformer block, pre- and post-norm, and its accounting (§14.54)
+- ``helpers.efficient_attention`` cost measurement, sliding-window attention, the KV cache (§14.55–§14.56)
+- ``helpers.tokenization``        character and byte-level BPE tokenizers, the train/validation split (§14.57)
+- ``helpers.sampling``            temperature, top-k and nucleus filtering and sampling (§14.60, used in §14.61)
+- ``helpers.forecasting``         MASE, sMAPE, OWA, rolling origin and M4's Naive2 (§14.62)
 """
 
 __version__ = "0.1.0"

@@ -132,7 +132,10 @@ def test_every_glue_reference_in_the_prose_is_glued(nb_path):
 
     glued = glued_values(nb)
     prose = "\n".join(text(c) for c in nb["cells"] if c["cell_type"] == "markdown")
-    referenced = set(re.findall(r"\{glue:(?:text|)\}`([A-Za-z_]\w*)", prose))
+    roles = re.findall(r"\{glue:text\}`([^`]*)`", prose)
+    malformed = [r for r in roles if not re.fullmatch(r"[A-Za-z_]\w*(:[^{}`]*)?", r)]
+    assert not malformed, f"malformed glue roles (expected {{glue:text}}`name:fmt`): {malformed}"
+    referenced = {r.split(":")[0] for r in roles}
     assert referenced, "a section with no glued number"
     assert referenced <= set(glued), f"referenced but never glued: {sorted(referenced - set(glued))}"
 

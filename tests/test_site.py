@@ -113,7 +113,7 @@ def test_page_loads_offline_and_draws_everything(browser, site_url, page_path):
     assert any("plotly.min.js" in s for s in scripts) == (divs.count() > 0)
     # typeset math, if the page has any
     if page.locator("div.math, span.math").count():
-        page.wait_for_selector("mjx-container", timeout=10_000)
+        page.wait_for_selector("mjx-container", state="attached", timeout=10_000)
     page.close()
 
 
