@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import os
 import statistics
 import sys
@@ -42,6 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .checks import check_int as _check_int
 
 __all__ = [
     "count_flops", "peak_memory_bytes", "count_kernel_calls", "time_call",
@@ -52,12 +52,6 @@ __all__ = [
 KERNELS = ("naive", "fused", "banded")
 
 
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _check_window(window) -> int | None:

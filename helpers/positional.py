@@ -15,14 +15,9 @@ import numbers
 
 import torch
 
+from .checks import check_int as _check_int
 
-def _check_int(name: str, value, minimum: int) -> int:
-    """``value`` as an int if it is an integer >= ``minimum``; otherwise a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+
 
 
 def sinusoidal_encoding(T: int, d: int, *, base: float = 10000.0, dtype: torch.dtype | None = None) -> torch.Tensor:
