@@ -140,7 +140,8 @@ def save_cache(
     code = list(code)
     folder = Path(cache_dir or CACHE_DIR) / name
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().cpu().contiguous() for k, v in (tensors or {}).items()}
+    # clone: tensors that share memory (e.g. tied embeddings) must be stored separately
+    tensors = {k: v.detach().cpu().clone().contiguous() for k, v in (tensors or {}).items()}
     save_file(tensors, str(folder / TENSORS_FILE))
     (folder / RESULTS_FILE).write_text(json.dumps(results or {}, indent=1, sort_keys=True) + "\n")
     manifest = {
