@@ -132,7 +132,14 @@ def _execute_one(src: str, parameters: dict, threads: int, force: bool) -> Execu
         meta = json.loads(dst.read_text()).get("metadata", {}).get("book", {})
         if meta.get("input_hash") == input_hash(src_path, parameters):
             return Executed(src_path.name, meta.get("exec_seconds", 0.0), skipped=True)
-    return Executed(src_path.name, execute_notebook(src_path, dst, parameters, threads), False)
+    try:
+        seconds = execute_notebook(src_path, dst, parameters, threads)
+    except NotebookFailed:
+        raise
+    except Exception as err:  # the kernel itself failed (e.g. two kernels raced for a port): retry once
+        print(f"retry   {src_path.name}: kernel failure ({type(err).__name__}: {err})", flush=True)
+        seconds = execute_notebook(src_path, dst, parameters, threads)
+    return Executed(src_path.name, seconds, False)
 
 
 def execute_all(heavy: bool, force: bool, only: str | None, jobs: int) -> list[Executed]:
