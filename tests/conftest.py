@@ -53,3 +53,9 @@ def glued():
         return cache[stem]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def g(glued, request):
+    """The glued values of the section whose notebook stem the test module names in ``STEM``."""
+    return glued(request.module.STEM)

@@ -2,14 +2,8 @@
 
 import ast
 
-import pytest
 
 STEM = "14_45_sequence_modelling_problems"
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_the_four_shapes(g):

@@ -7,11 +7,6 @@ import pytest
 STEM = "14_46_recurrent_networks"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_hand_written_recurrence_reproduces_torch(g):
     assert g["rnn_by_hand_gap"] < 1e-5
     assert ast.literal_eval(g["out_shape"]) == (8, 25, 16)

@@ -7,11 +7,6 @@ import pytest
 STEM = "14_47_lstm_and_gru_gating"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_gate_equations_reproduce_torch(g):
     assert g["lstm_gap"] < 1e-5
     assert g["gru_gap"] < 1e-5

@@ -1,14 +1,8 @@
 """§14.48: the claims its prose makes, asserted on the values its notebook glued."""
 
-import pytest
 
 STEM = "14_48_encoder_decoder_bottleneck"
 LENGTHS = [4, 8, 16, 32]
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_parameter_count_matches_the_derived_formula(g):

@@ -1,14 +1,8 @@
 """§14.49: the claims its prose makes, asserted on the values its notebook glued."""
 
-import pytest
 
 STEM = "14_49_attention_from_alignment"
 LENGTHS = [4, 8, 16, 32]
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_scores_from_the_definitions_agree_with_the_vectorised_helpers(g):

@@ -3,14 +3,8 @@
 import ast
 import math
 
-import pytest
 
 STEM = "14_50_scaled_dot_product_attention"
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_worked_example_by_hand_and_by_code(g):

@@ -2,14 +2,8 @@
 
 import ast
 
-import pytest
 
 STEM = "14_51_multi_head_attention"
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_heads_are_slices_of_one_projection(g):

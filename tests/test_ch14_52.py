@@ -7,11 +7,6 @@ import pytest
 STEM = "14_52_positional_encoding"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_self_attention_is_permutation_equivariant_to_rounding(g):
     assert g["n_permutations"] >= 100
     assert g["equivariance_error"] < 1e-6, "f(PX) = P f(X) up to float32 rounding"

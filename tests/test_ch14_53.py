@@ -6,11 +6,6 @@ STEM = "14_53_relative_and_rotary_positions"
 SCHEMES_THAT_RUN_LONG = ("none", "sinusoidal", "rope", "alibi")
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_learned_table_has_a_hard_edge_and_unseen_rows_get_no_gradient(g):
     assert g["learned_table_overflow"] is True, "position T_max has no row: IndexError"
     assert g["learned_table_params"] == g["T_TABLE"] * 32

@@ -7,11 +7,6 @@ import pytest
 STEM = "14_54_transformer_block"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_residual_stream_is_the_sum_of_the_writes(g):
     assert g["n_writes"] == 8, "four blocks, two sublayers each"
     assert g["stream_err"] < 1e-5

@@ -9,11 +9,6 @@ import pytest
 STEM = "14_55_cost_of_attention"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_flop_formulas_match_the_counter_everywhere(g):
     assert g["flop_formula_ok"] is True
     assert g["n_cells"] == 12

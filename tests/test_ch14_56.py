@@ -9,11 +9,6 @@ import pytest
 STEM = "14_56_affordable_attention"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_online_softmax_and_fused_kernel_are_exact(g):
     assert g["online_diff"] < 1e-5
     assert g["fused_diff"] < 1e-5 and g["fused_diff_T"] == 1024

@@ -5,11 +5,6 @@ import pytest
 STEM = "14_57_tokenization"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_words_have_a_large_vocabulary_and_unknown_words(g):
     assert g["n_char_vocab"] == 65
     assert g["n_word_vocab"] > 100 * g["n_char_vocab"]

@@ -7,11 +7,6 @@ import pytest
 STEM = "14_58_language_modelling_objective"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_split_and_vocabulary(g):
     assert g["V"] == 65
     assert g["n_train"] + g["n_val"] == 1_115_394

@@ -2,16 +2,10 @@
 
 import math
 
-import pytest
 
 from helpers import cache, charlm
 
 STEM = "14_59_character_language_model"
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_corpus_split_is_nanogpts(g):

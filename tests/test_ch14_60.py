@@ -1,13 +1,7 @@
 """§14.60: the claims its prose makes, asserted on the values its notebook glued."""
 
-import pytest
 
 STEM = "14_60_autoregressive_sampling"
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_cached_sampler_and_definitions_agree_with_the_reference(g):

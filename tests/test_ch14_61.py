@@ -7,11 +7,6 @@ import pytest
 STEM = "14_61_transformer_families"
 
 
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
-
-
 def test_the_masks_have_the_sizes_the_prose_states(g):
     T, S, T_dec = g["T_ex"], g["S_ex"], g["T_dec_ex"]
     assert g["visible_encoder"] == T * T

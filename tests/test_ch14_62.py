@@ -1,13 +1,7 @@
 """§14.62: the claims its prose makes, asserted on the values its notebook glued."""
 
-import pytest
 
 STEM = "14_62_forecasting_as_sequence_modelling"
-
-
-@pytest.fixture(scope="module")
-def g(glued):
-    return glued(STEM)
 
 
 def test_window_count_formula(g):
