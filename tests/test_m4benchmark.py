@@ -1,0 +1,63 @@
+"""helpers.m4benchmark: origins, alignment of statsforecast's output with our series order,
+and M4's OWA bookkeeping."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import m4benchmark as bench
+from helpers.forecasting import naive2
+
+
+@pytest.fixture(scope="module")
+def few():
+    ids, hist, test = bench.load_series()
+    pick = [0, 1, 2, 200, 413]  # both series lengths (700 and 960) occur
+    return [ids[i] for i in pick], [hist[i] for i in pick], test[pick]
+
+
+def test_load_series_orders_ids_numerically(few):
+    ids, hist, test = bench.load_series()
+    assert len(ids) == 414 and ids[:3] == ["H1", "H2", "H3"] and test.shape == (414, 48)
+    assert {len(y) for y in hist} == {700, 960}
+
+
+def test_split_at_cuts_origins_back_from_the_end(few):
+    _, hist, test = few
+    h, a = bench.split_at(hist, test, 96)
+    for full, cut, actual in zip(hist, h, a):
+        assert len(cut) == len(full) - 96
+        np.testing.assert_array_equal(actual, full[len(full) - 96: len(full) - 48])
+    h0, a0 = bench.split_at(hist, test, 0)
+    assert h0 is hist and a0 is test
+
+
+def test_statsforecast_output_is_aligned_with_our_series_and_origins(few):
+    ids, hist, test = few
+    config = dict(bench.HEAVY_RUN, classical=["Naive", "SeasonalNaive", "Naive2"], n_jobs=1)
+    forecasts, seconds = bench.classical_forecasts(ids, hist, test, config, log=lambda *_: None)
+    assert set(seconds) == {"Naive", "SeasonalNaive", "Naive2"}
+    for o, back in enumerate(bench.ORIGINS.values()):
+        cut, _ = bench.split_at(hist, test, back)
+        for s, y in enumerate(cut):
+            np.testing.assert_allclose(forecasts["Naive"][o, s], np.full(48, y[-1]))
+            np.testing.assert_allclose(forecasts["SeasonalNaive"][o, s], np.tile(y[-24:], 2))
+            np.testing.assert_allclose(forecasts["Naive2"][o, s], naive2(y, 48, 24))
+
+
+def test_summary_scores_naive2_at_owa_one_and_others_relative_to_it():
+    per = pd.DataFrame({
+        "method": ["Naive2", "Naive2", "X", "X"], "origin": ["test"] * 4, "series": [0, 1, 0, 1],
+        "MASE": [2.0, 4.0, 1.0, 1.0], "sMAPE": [10.0, 30.0, 5.0, 15.0]})
+    table = bench.summary(per).set_index("method")
+    assert table.loc["Naive2", "OWA"] == pytest.approx(1.0)
+    assert table.loc["X", "OWA"] == pytest.approx(0.5 * (10 / 20 + 1 / 3))
+    assert table.loc["Naive2", "MASE_median"] == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="Naive2"):
+        bench.summary(per[per.method == "X"])
+
+
+def test_scores_refuse_mismatched_shapes(few):
+    _, hist, test = few
+    with pytest.raises(ValueError, match="same shape"):
+        bench.scores(test[:, :24], hist, test)
