@@ -1,0 +1,142 @@
+"""§14.64: the decision table's claims, asserted on the values its notebook glued.
+
+The text and forecasting numbers must agree with the caches they were read from
+(cache/charlm, cache/m4); the M4 claims are checked for consistency with the cached
+table, not for a fixed winner.
+"""
+
+import math
+
+import pandas as pd
+import pytest
+
+from helpers import cache, charlm, m4benchmark
+
+STEM = "14_64_choosing_a_sequence_model"
+NEURAL = "N-BEATS ensemble"
+
+
+@pytest.fixture(scope="module")
+def m4_owa():
+    """The cached M4 summary as an OWA table (method x origin), plus seconds, as the notebook builds it."""
+    m4 = cache.load_cache(m4benchmark.CACHE_NAME, code=m4benchmark.cache_code(), config=m4benchmark.cache_config())
+    summary = pd.DataFrame(m4.results["summary"])
+    owa = summary.pivot(index="method", columns="origin", values="OWA")
+    owa["validation mean"] = owa[["n-144", "n-96", "n-48"]].mean(axis=1)
+    owa["seconds"] = pd.Series(m4.results["seconds"])
+    return owa, summary
+
+
+# ----------------------------------------------------------------------------------- text (cache/charlm)
+
+def test_text_numbers_are_those_of_the_charlm_cache(g):
+    manifest = cache.verify_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    assert g["lstm_val"] == manifest["metrics"]["lstm_val_loss"]
+    assert g["gpt_val"] == manifest["metrics"]["gpt_val_loss"]
+    assert abs(g["lm_seconds"] - manifest["metrics"]["gpt_train_seconds"]) < 1e-9
+
+
+def test_lstm_beats_transformer_at_equal_cpu_time_and_per_character(g):
+    assert g["lstm_val"] < g["gpt_val"]
+    assert g["lstm_ahead"] > g["n_evals"] / 2, "ahead at most evaluations"
+    assert g["lstm_at_gpt_chars"] < g["gpt_val"], "ahead also per character seen"
+    assert g["tps_ratio"] > 1.2
+    assert g["lstm_params"] < 1e6 and g["gpt_params"] < 1e6, "under a million parameters"
+    assert 0.9 < g["n_train_chars_M"] < 1.1, "a million characters"
+
+
+def test_both_neural_models_are_far_ahead_of_the_bigram(g):
+    assert g["bigram_val"] - g["gpt_val"] > 0.5
+    assert g["bigram_val"] > g["gpt_val"] > g["lstm_val"]
+
+
+# ------------------------------------------------------------------------------------ forecasting (cache/m4)
+
+def test_m4_winner_and_best_classical_are_read_from_the_cached_table(g, m4_owa):
+    owa, _ = m4_owa
+    assert g["m4_test_winner"] == owa["test"].idxmin()
+    assert math.isclose(g["m4_test_winner_owa"], owa["test"].min())
+    classical = owa.drop(index=NEURAL)
+    assert g["m4_best_classical"] == classical["validation mean"].idxmin(), "chosen on the validation origins"
+    assert math.isclose(g["m4_best_classical_test_owa"], owa.loc[g["m4_best_classical"], "test"])
+    assert math.isclose(g["m4_neural_test_owa"], owa.loc[NEURAL, "test"])
+
+
+def test_m4_comparison_is_consistent(g, m4_owa):
+    owa, _ = m4_owa
+    best = g["m4_best_classical"]
+    ratio = owa.loc[NEURAL, "test"] / owa.loc[best, "test"]
+    assert math.isclose(g["m4_neural_over_classical"], ratio)
+    assert g["m4_neural_verdict"] == ("more accurate than" if ratio < 1 else "less accurate than")
+    origins = list(m4benchmark.ORIGINS)
+    assert g["m4_neural_wins"] == int((owa.loc[NEURAL, origins] < owa.loc[best, origins]).sum())
+    assert g["m4_n_origins"] == 4
+    assert math.isclose(g["m4_seconds_ratio"], owa.loc[NEURAL, "seconds"] / owa.loc[best, "seconds"])
+    assert math.isclose(g["m4_neural_minutes"] * 60, owa.loc[NEURAL, "seconds"])
+    assert g["fav_m4"] == ("neural (N-BEATS)" if ratio < 1 else "classical")
+
+
+def test_m4_per_series_verdict_is_split_and_recomputed_scores_match(g, m4_owa):
+    _, summary = m4_owa
+    assert 0.05 < g["m4_share_classical_better"] < 0.95, "neither family wins on (nearly) every series"
+    test_mase = float(summary[(summary.origin == "test") & (summary.method == NEURAL)]["MASE"].iloc[0])
+    assert g["m4_recomputed_mase_diff"] < 1e-3 * test_mase, "per-series MASE from cached forecasts = cached mean"
+    assert g["m4_n_series"] == 414 and g["m4_n_obs"] < 1_000_000
+
+
+def test_exercise_3_median_winner_is_the_argmin(g, m4_owa):
+    owa, summary = m4_owa
+    test = summary[summary.origin == "test"].set_index("method")
+    assert g["ex3_median_winner"] == test["MASE_median"].idxmin()
+    assert g["ex3_same_winner"] == (test["MASE_median"].idxmin() == owa["test"].idxmin())
+
+
+# ------------------------------------------------------------------------------------------- re-measured
+
+def test_reach_rnn_lstm_attention(g):
+    assert g["reach_rnn"] < g["reach_lstm"] < g["reach_attention"]
+    assert g["reach_lstm_over_rnn"] > 1e3, "gating extends the reach by orders of magnitude"
+    assert g["reach_lstm"] < 1e-3, "but the LSTM's gradient from far back is still tiny"
+    assert g["reach_attention"] > 0.05 and g["reach_attention_min"] > 0.1, "attention's reach is nearly flat"
+    assert g["fav_reach"] == "attention"
+
+
+def test_cost_against_length(g):
+    assert g["mem_growth_full"] > 3.4 and g["flop_growth_full"] > 3.4, "quadratic"
+    for key in ("window", "lstm"):
+        assert 1.8 < g[f"mem_growth_{key}"] < 2.2 and 1.8 < g[f"flop_growth_{key}"] < 2.2, key + " is linear"
+    assert g["mem_window_over_full"] < 0.5
+    assert g["mem_full_over_lstm"] > 2 and g["flop_full_over_lstm"] > 2
+    assert g["flops_equal_T"] == 2 * g["cost_d"], "LSTM break-even at T = 2d"
+    assert g["flops_window_equals_lstm"] and g["window"] == g["cost_d"], "w = d: both 16 T d^2"
+    assert g["calls_attention_constant"] and g["calls_attention"] < 10
+    assert g["calls_lstm"] == g["calls_T"] + 1
+    assert g["fav_memory"] == "recurrent" and g["fav_parallel"] == "attention"
+
+
+def test_generation_cost(g):
+    assert g["lstm_state_constant"] and g["dec_lstm_first"] == g["dec_lstm_last"]
+    assert g["dec_cache_growth"] > 2, "a cached step still grows with the context"
+    assert g["dec_cache_over_lstm"] > 1
+    assert g["dec_nocache_over_cache"] > 100
+    assert math.isclose(g["kv_bytes_growth"], (g["ctx_last"] + 1) / (g["ctx_first"] + 1)), "the cache grows linearly"
+    assert g["kv_bytes_last_KiB"] * 1024 > 100 * g["lstm_state_bytes"]
+    assert g["fav_latency"] == "recurrent" and g["fav_gen_memory"] == "recurrent"
+
+
+def test_order(g):
+    assert g["order_no_pos"] < 1e-5, "permutation equivariance up to rounding"
+    assert g["order_pos"] > 1e4 * g["order_no_pos"] and g["order_pos"] > 0.2 * g["order_scale"]
+    assert g["order_causal"] > 1e-2 and g["order_lstm"] > 1e-2
+
+
+def test_table(g):
+    assert g["n_table_rows"] >= 8
+    assert g["fav_text"] == "recurrent"
+
+
+def test_exercises(g):
+    assert g["ex1_gru_flops"] == g["ex1_gru_formula"]
+    assert g["ex1_gru_calls"] == 1025
+    assert g["ex1_gru_over_lstm"] == 0.75
+    assert g["ex2_max_diff"] == 0 and g["ex2_break_even"] == 6 * 64
