@@ -1,0 +1,38 @@
+"""Print what each heavy retrain cost, as recorded in the cache manifests.
+
+    .venv/bin/python benchmarks/heavy_runs.py
+
+The heavy sections (§14.59, §14.63) time themselves when they regenerate their cache
+(`make book HEAVY_EVAL=True`); the manifest keeps the wall time, the hardware and the
+per-part timings. This script prints them; nothing here is asserted. To re-measure,
+regenerate the cache on a quiet machine.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from helpers import cache  # noqa: E402
+
+
+def main() -> int:
+    for folder in sorted(p.parent for p in cache.CACHE_DIR.glob("*/manifest.json")):
+        manifest = cache.read_manifest(folder.name)
+        hw = manifest["hardware"]
+        print(f"cache/{folder.name}: {manifest['wall_time_s'] / 60:.1f} min on {hw['cpu_count']} CPU cores "
+              f"({hw['torch_threads']} torch threads, GPU: {hw['cuda']}), made {manifest['created']}")
+        results = json.loads((folder / cache.RESULTS_FILE).read_text())
+        if "seconds" in results:  # §14.63: one entry per forecasting method, all four origins
+            for method, seconds in sorted(results["seconds"].items(), key=lambda kv: -kv[1]):
+                print(f"    {method:18s} {seconds:8.1f} s")
+        for kind in ("gpt", "lstm"):  # §14.59: each model's training budget
+            if kind in results:
+                print(f"    {kind:18s} {results[kind]['train_seconds']:8.1f} s training")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
