@@ -49,14 +49,19 @@ def building_book() -> bool:
     return os.environ.get("BOOK_BUILD") == "1"
 
 
-def glue(name: str, value: Any) -> None:
+def glue(name: str, value: Any, setting: bool = False) -> None:
     """Bind ``value`` to ``name`` so the prose can show it (``{glue:text}`name```) and tests can read it.
 
-    Uses myst-nb's ``glue`` (without displaying the value, so it is not rendered twice).
+    Uses myst-nb's glue mechanism (without displaying the value, so it is not rendered twice).
     NumPy and torch scalars are stored as plain Python numbers, so that format specs
     like ``:.2f`` work in the prose and tests can read the value back with
     ``ast.literal_eval``. Where myst-nb is not installed (e.g. in Colab) this only
     does nothing. Returns None, so a glue call at the end of a cell prints nothing.
+
+    ``setting=True`` marks a value the author chose (a width, a step count, a seed, a grid
+    size) rather than one the notebook measured: the glue output carries
+    ``{"book": {"setting": true}}`` in its metadata, and the guard check
+    (``tools/claims_check.py``) does not require a test to pin it.
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"glue name must be a Python identifier, got {name!r}")
@@ -68,7 +73,14 @@ def glue(name: str, value: Any) -> None:
             "glue each number separately"
         )
     try:
-        from myst_nb import glue as _myst_glue
+        import IPython
+        from IPython.display import display
+        from myst_nb.ext.glue import GLUE_PREFIX
     except ImportError:  # Colab, plain Jupyter: nothing to bind into
         return
-    _myst_glue(name, value, display=False)
+    # the same output myst-nb's own glue(name, value, display=False) writes, plus our flag
+    bundle, metadata = IPython.core.formatters.format_display_data(value)
+    metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
+    if setting:
+        metadata["book"] = {"setting": True}
+    display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)

@@ -39,16 +39,35 @@ def test_outside_the_build_plotly_default_renderer_is_left_alone(monkeypatch):
     assert pio.renderers.default == "png"
 
 
-def test_glue_stores_plain_python_numbers(monkeypatch):
-    stored = {}
-    import myst_nb
+def _captured_glue(monkeypatch):
+    """Run book.glue with IPython's display captured: returns (glue, list of (bundle, metadata))."""
+    import IPython.display
 
-    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: stored.update({name: value}))
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda bundle, raw, metadata: shown.append((bundle, metadata)))
+    return shown
+
+
+def test_glue_stores_plain_python_numbers(monkeypatch):
+    import ast
+
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    shown = _captured_glue(monkeypatch)
     book.glue("a", np.float64(0.5))
     book.glue("b", torch.tensor(3))
     book.glue("c", np.bool_(True))
+    stored = {m["scrapbook"]["name"]: ast.literal_eval(b[GLUE_PREFIX + "text/plain"]) for b, m in shown}
     assert stored == {"a": 0.5, "b": 3, "c": True}
     assert [type(v) for v in stored.values()] == [float, int, bool]
+    assert all(m["scrapbook"]["mime_prefix"] == GLUE_PREFIX and "book" not in m for _, m in shown)
+
+
+def test_glue_marks_settings_and_only_settings(monkeypatch):
+    shown = _captured_glue(monkeypatch)
+    book.glue("width", 64, setting=True)
+    book.glue("loss", 1.5)
+    assert [m.get("book") for _, m in shown] == [{"setting": True}, None]
 
 
 def test_glue_refuses_bad_names_and_values():
