@@ -1,6 +1,5 @@
 """§14.54: the claims its prose makes, asserted on the values its notebook glued."""
 
-import math
 
 import pytest
 
@@ -8,7 +7,6 @@ STEM = "14_54_transformer_block"
 
 
 def test_residual_stream_is_the_sum_of_the_writes(g):
-    assert g["n_writes"] == 8, "four blocks, two sublayers each"
     assert g["stream_err"] < 1e-5
     assert g["identity_err_pre"] == 0.0, "pre-norm block with zeroed writes is exactly the identity"
     assert g["identity_err_post"] > 1.0, "post-norm block renormalises the stream anyway"
@@ -27,7 +25,6 @@ def test_feed_forward_is_position_wise(g):
 
 
 def test_encoder_block_matches_torch(g):
-    assert g["enc_torch_n_configs"] == 4
     assert g["enc_torch_max_diff"] < 1e-5
 
 
@@ -42,23 +39,41 @@ def test_post_norm_gradients_are_level_and_no_smaller(g):
     assert 0.8 < g["post_first_last"] < 1.25, "post-norm: first and last block about equal"
     assert g["post_max_min"] < 1.3
     assert g["post_max_min"] < g["pre_max_min"], "post-norm is the more even of the two"
-    assert g["post_over_pre_min"] > 0.95, "post-norm's gradient at least as large as pre-norm's at every block"
-    assert g["post_over_pre_first"] == pytest.approx(g["post_over_pre_min"], rel=0.5)
-    assert 0.9 < g["post_over_pre_first"] < 1.3, "about the same at the first block"
-    assert g["post_over_pre_last"] > 1.5
+    assert g["post_over_pre_min"] >= 1.0, "post-norm's gradient at least as large as pre-norm's at every block"
+    assert 1.0 <= g["post_over_pre_first"] < 1.3, "about the same at the first block, and no smaller"
+    assert 1.5 < g["post_over_pre_last"] < 3.0
 
 
 def test_residual_stream_grows_in_pre_norm_only(g):
     assert g["stream_pre_last"] > 1.5 * g["stream_pre_first"]
-    assert g["sqrt_d"] == 8.0 and g["stream_post_max_dev"] < 0.01
+    assert 1.5 * g["stream_pre_first"] < g["stream_pre_last"] < 3 * g["stream_pre_first"]
+    assert abs(g["stream_pre_first"] - g["sqrt_d"]) < 0.5, "embeddings of unit variance: norm sqrt(d)"
+    assert g["stream_post_max_dev"] < 0.01
 
 
 def test_depth_scaling_of_the_last_blocks_gradient(g):
-    assert g["depth_shallow"] == 2 and g["depth_deep"] == 32
     assert 0.8 < g["depth_ratio_shallow"] < 1.3, "shallow stacks: similar last-block gradients"
     assert g["depth_ratio_deep"] > 2.0 and g["depth_ratio_deep"] > 1.5 * g["depth_ratio_shallow"]
     assert g["pre_last_deep"] < 0.8 * g["pre_last_shallow"], "pre-norm's shrinks with depth"
-    assert g["post_last_deep"] >= g["post_last_shallow"], "post-norm's does not shrink"
+    assert g["post_last_deep"] > 1.3 * g["post_last_shallow"], "post-norm's grows with depth"
+    assert g["post_last_growth"] == pytest.approx(g["post_last_deep"] / g["post_last_shallow"])
+    assert g["post_last_grows_every_step"] is True, "...at every doubling of the depth"
+    # 'agrees in direction, not in size': pre-norm shrinks, but far less than 1/sqrt(L) predicts
+    assert g["pre_last_shrink"] == pytest.approx(g["pre_last_shallow"] / g["pre_last_deep"])
+    assert 1.2 < g["pre_last_shrink"] < g["sqrt_depth_ratio"] / 2
+
+
+def test_xiong_setting_does_not_remove_the_disagreement(g):
+    """W2 only, Xavier init: pre-norm falls more steeply; post-norm has no consistent direction, never rises."""
+    assert 1.8 < g["torchw2_pre_first_last"] < 3.2 and 1.0 < g["torchw2_post_first_last"] < 1.5
+    assert g["torchw2_pre_first_last"] > 1.5 * g["torchw2_post_first_last"]
+    assert 3 < g["xiong_pre_first_last"] < 7
+    assert g["xiong_pre_first_last"] > 1.5 * g["torchw2_pre_first_last"], "falls more steeply than before"
+    assert 2 < g["xiong_pre_first_last_lo"] <= g["xiong_pre_first_last"] <= g["xiong_pre_first_last_hi"] < 9
+    assert 0.85 <= g["xiong_pre_falling_steps"] <= 1.0
+    assert 1.0 < g["xiong_post_first_last"] < 1.5, "on average it does not rise towards the output"
+    assert 0.4 < g["xiong_post_first_last_lo"] < 0.9 and 1.3 < g["xiong_post_first_last_hi"] < 2.5, \
+        "initialisations disagree on the direction"
 
 
 def test_decoder_block_causality_and_cross_attention(g):
@@ -70,7 +85,7 @@ def test_decoder_block_causality_and_cross_attention(g):
 
 
 def test_parameter_accounting(g):
-    assert g["params_all_match"] is True and g["n_param_checks"] == 8
+    assert g["params_all_match"] is True
     d = 512
     assert g["params_enc_512"] == 12 * d * d + 13 * d
     assert 1.0 < g["params_enc_512_over_12d2"] < 1.01
@@ -79,16 +94,16 @@ def test_parameter_accounting(g):
 
 
 def test_flop_accounting(g):
-    assert g["flops_all_match"] is True and g["n_flop_checks"] == 18
+    assert g["flops_all_match"] is True
     assert g["flop_terms_match"] is True
-    assert g["crossover_T"] == 6 * 64 and g["crossover_ratio"] == pytest.approx(1.0, abs=1e-9)
+    assert g["crossover_ratio"] == pytest.approx(1.0, abs=1e-9), "attention FLOPs equal the rest at T = 6d"
     assert g["share_formula_max_err"] < 1e-9
     assert g["flops_per_weight_T16"] == pytest.approx(1 + 16 / (6 * 64))
 
 
 def test_exercise_solutions(g):
-    assert abs(g["ln_grad_cos"]) < 1e-8 < abs(g["ln_grad_cos_random"])
+    assert abs(g["ln_grad_cos"]) < 1e-8, "LayerNorm's input gradient is orthogonal to its input"
+    assert abs(g["ln_grad_cos_random"]) > 1e4 * abs(g["ln_grad_cos"]), "a random direction is not"
     assert g["gpt2_params_formula"] == g["gpt2_params_counted"] == 124_439_808
     assert 0.25 < g["gpt2_embedding_share"] < 0.35
     assert g["backward_over_forward"] == pytest.approx(2.0)
-    assert math.isfinite(g["stream_pre_last"])
