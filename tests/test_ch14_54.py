@@ -9,13 +9,13 @@ STEM = "14_54_transformer_block"
 def test_residual_stream_is_the_sum_of_the_writes(g):
     assert g["stream_err"] < 1e-5
     assert g["identity_err_pre"] == 0.0, "pre-norm block with zeroed writes is exactly the identity"
-    assert g["identity_err_post"] > 1.0, "post-norm block renormalises the stream anyway"
+    assert 6 < g["identity_err_post"] < 11, "post-norm block renormalises the stream anyway"
 
 
 def test_layer_norm_is_per_position(g):
     assert g["ln_err"] < 1e-5
     assert g["ln_other_effect"] == 0.0
-    assert g["bn_other_effect"] > 0.1
+    assert 1.5 < g["bn_other_effect"] < 3.3, "BatchNorm: one example's output depends on the others"
 
 
 def test_feed_forward_is_position_wise(g):
@@ -29,15 +29,15 @@ def test_encoder_block_matches_torch(g):
 
 
 def test_pre_norm_gradients_shrink_towards_the_output(g):
-    assert g["pre_first_last"] > 1.5, "pre-norm: first block gets clearly more gradient than the last"
-    assert g["pre_first_last_min_over_inits"] > 1.2, "...in every initialisation"
-    assert g["pre_decreasing_steps"] >= 0.8, "mean gradient falls at most block-to-block steps"
-    assert g["pre_max_min"] > 1.5
+    assert 1.5 < g["pre_first_last"] < 2.8, "pre-norm: first block gets clearly more gradient than the last"
+    assert 1.2 < g["pre_first_last_min_over_inits"] <= g["pre_first_last"] * 1.1, "...in every initialisation"
+    assert 0.8 <= g["pre_decreasing_steps"] <= 1.0, "mean gradient falls at most block-to-block steps"
+    assert 1.5 < g["pre_max_min"] < 2.8
 
 
 def test_post_norm_gradients_are_level_and_no_smaller(g):
     assert 0.8 < g["post_first_last"] < 1.25, "post-norm: first and last block about equal"
-    assert g["post_max_min"] < 1.3
+    assert 1.0 <= g["post_max_min"] < 1.3
     assert g["post_max_min"] < g["pre_max_min"], "post-norm is the more even of the two"
     assert g["post_over_pre_min"] >= 1.0, "post-norm's gradient at least as large as pre-norm's at every block"
     assert 1.0 <= g["post_over_pre_first"] < 1.3, "about the same at the first block, and no smaller"
@@ -53,7 +53,7 @@ def test_residual_stream_grows_in_pre_norm_only(g):
 
 def test_depth_scaling_of_the_last_blocks_gradient(g):
     assert 0.8 < g["depth_ratio_shallow"] < 1.3, "shallow stacks: similar last-block gradients"
-    assert g["depth_ratio_deep"] > 2.0 and g["depth_ratio_deep"] > 1.5 * g["depth_ratio_shallow"]
+    assert 2.0 < g["depth_ratio_deep"] < 3.8 and g["depth_ratio_deep"] > 1.5 * g["depth_ratio_shallow"]
     assert g["pre_last_deep"] < 0.8 * g["pre_last_shallow"], "pre-norm's shrinks with depth"
     assert g["post_last_deep"] > 1.3 * g["post_last_shallow"], "post-norm's grows with depth"
     assert g["post_last_growth"] == pytest.approx(g["post_last_deep"] / g["post_last_shallow"])
@@ -79,8 +79,9 @@ def test_xiong_setting_does_not_remove_the_disagreement(g):
 def test_decoder_block_causality_and_cross_attention(g):
     assert g["t_change"] == 5
     assert g["dec_past_change"] < 1e-6
-    assert g["dec_future_change"] > 1e-3
-    assert g["dec_memory_min_change"] > 1e-3
+    # a seeded random perturbation: the sizes are pinned to their measured order, the claim is that they are not 0
+    assert 0.07 < g["dec_future_change"] < 0.18
+    assert 0.09 < g["dec_memory_min_change"] < 0.24
     assert g["dec_torch_max_diff"] < 1e-5
 
 
@@ -102,8 +103,8 @@ def test_flop_accounting(g):
 
 
 def test_exercise_solutions(g):
-    assert abs(g["ln_grad_cos"]) < 1e-8, "LayerNorm's input gradient is orthogonal to its input"
-    assert abs(g["ln_grad_cos_random"]) > 1e4 * abs(g["ln_grad_cos"]), "a random direction is not"
+    assert abs(g["ln_grad_cos"]) < 1e-10, "LayerNorm's input gradient is orthogonal to its input"
+    assert 0.08 < abs(g["ln_grad_cos_random"]) < 0.2, "a random direction is not"
     assert g["gpt2_params_formula"] == g["gpt2_params_counted"] == 124_439_808
     assert 0.25 < g["gpt2_embedding_share"] < 0.35
     assert g["backward_over_forward"] == pytest.approx(2.0)

@@ -44,7 +44,7 @@ def test_memory_never_crosses(g):
     assert (g["mem_ratio_min_T"], g["mem_ratio_min_d"]) == (g["T_min"], g["d_max"]), "smallest where T << d"
     assert 1.1 < g["mem_ratio_diag_lo"] <= g["mem_ratio_diag_hi"] < 1.3, "on T = d: somewhat more"
     assert g["mem_ratio_diag_hi"] / g["mem_ratio_diag_lo"] < 1.03
-    assert g["mem_ratio_same_Td_spread"] < 0.03, "the ratio depends on T/d alone"
+    assert 0.006 < g["mem_ratio_same_Td_spread"] < 0.017, "the ratio depends on T/d alone (to about 1 %)"
     assert g["mem_ratio_long"] > 10 * g["mem_ratio_diag_hi"], "grows with T/d beyond the diagonal"
 
 
