@@ -56,31 +56,6 @@ def test_loading_a_state_that_is_not_a_chargpt_names_what_is_missing():
         gpt_from_chargpt_state({"tok.weight": torch.zeros(3, 4)}, n_heads=1)
 
 
-# ------------------------------------------------------------------ pinned: TinyCausalLM of §14.56 (before its removal)
-
-def test_tiny_causal_lm_weights_give_the_same_logits():
-    from helpers.efficient_attention import TinyCausalLM
-
-    torch.manual_seed(2)
-    old = TinyCausalLM(V, d_model=16, n_heads=4, n_layers=2, block_size=16).eval()
-    new = _model(n_heads=4, bias=True, tie_weights=False, gpt2_init=False)
-    state = {"tok.weight": old.tok.weight, "pos.weight": old.pos.weight, "ln_f.weight": old.ln_f.weight,
-             "ln_f.bias": old.ln_f.bias, "head.weight": old.head.weight, "head.bias": old.head.bias}
-    for i, b in enumerate(old.blocks):
-        for w in ("w_q", "w_k", "w_v", "w_o"):  # TinyCausalLM's attention has no biases: ours are zero
-            state[f"blocks.{i}.self_attn.{w}.weight"] = getattr(b.attn.mha, w).weight
-            state[f"blocks.{i}.self_attn.{w}.bias"] = torch.zeros(16)
-        for a, c in (("ln1", "norm1"), ("ln2", "norm2"), ("mlp.0", "ffn.linear1"), ("mlp.2", "ffn.linear2")):
-            for t in ("weight", "bias"):
-                state[f"blocks.{i}.{c}.{t}"] = b.get_submodule(a).get_parameter(t)
-    new.load_state_dict(state)
-    x = _idx(2, 16)
-    with torch.no_grad():
-        for kernel, window in (("fused", None), ("naive", 5), ("banded", 5)):
-            old.set_attention(kernel, window), new.set_attention(kernel, window)
-            assert torch.allclose(new(x)[0], old(x), atol=1e-5)
-
-
 # ------------------------------------------------------------------ the model's definitions
 
 @pytest.mark.parametrize("positions", POSITIONS)
