@@ -297,11 +297,13 @@ class GPT(nn.Module):
         cache = self.new_cache() if use_cache else None
         logits, _ = self(idx[:, -n_ctx:], cache=cache)
         step_logits = []
-        for _ in range(max_new_tokens):
+        for step in range(max_new_tokens):
             last = logits[:, -1]                                                   # (B, V)
             step_logits.append(last)
             nxt = sample_next(last, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
             idx = torch.cat([idx, nxt[:, None]], dim=1)                            # (B, t + 1)
+            if step == max_new_tokens - 1:
+                break                                # the last token needs no forward pass after it
             if n_ctx == block:                       # context full: start again from the last `keep` tokens
                 n_ctx = keep
                 cache = self.new_cache() if use_cache else None
