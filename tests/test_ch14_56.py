@@ -71,7 +71,8 @@ def test_the_model_uses_context(g, whole_split_bigram):
     assert g["bigram_val"] - g["val_loss"] > 0.6
     assert abs(g["bigram_val"] - whole_split_bigram) < 0.1, "the sampled windows' bigram loss is the split's"
     assert abs(g["val_loss"] - g["val_loss_whole"]) < 0.1, "sampled windows agree with the whole split"
-    assert 1.4 < g["val_loss_whole"] < 1.7 and g["val_loss_spread"] < 0.15
+    assert 1.4 < g["val_loss_whole"] < 1.7
+    assert 0.028 < g["val_loss_spread"] < 0.08, "sets of 64 windows differ by a few hundredths"
     assert g["uniform_loss"] == pytest.approx(4.174, abs=1e-3)  # ln 65: the vocabulary, not a setting
 
 
@@ -97,7 +98,8 @@ def test_sliding_window_is_exact_for_long_windows_and_linear_in_cost(g):
 
 def test_window_error_on_the_trained_model(g):
     assert g["logit_change_full"] < 1e-6 * g["logit_max"] * 100, "w = T: float rounding of logits this large"
-    assert 5 < g["logit_max"] < 100
+    assert 10 < g["logit_max"] < 27, "a trained model's logits span tens of units"
+    assert 0.5 * g["loss_change_w32"] < g["lowest_loss_change"] <= g["loss_change_w32"], "the smallest cost: w = 32"
     assert g["logit_change_monotone"] is True, "logits move less as the window grows"
     assert g["loss_change_monotone"] is True and g["every_window_hurts"] is True
     assert 0 < g["lowest_loss_change"] < g["loss_change_w32"] < g["loss_change_w16"] < g["loss_change_w8"]
