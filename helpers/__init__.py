@@ -13,6 +13,7 @@ Each module holds one kind of thing and is introduced in the section that first 
 - ``helpers.positional``          sinusoidal, rotary (RoPE) and ALiBi positions (§14.52–§14.53)
 - ``helpers.transformer``         the Transformer block, pre- and post-norm, and its accounting (§14.54)
 - ``helpers.efficient_attention`` cost measurement, sliding-window attention, the KV cache (§14.55–§14.56)
+- ``helpers.gpt``                 the book's one GPT: config, model, KV-cached generation, §14.59's weights (§14.53–§14.64)
 - ``helpers.tokenization``        character and byte-level BPE tokenizers, the train/validation split (§14.57)
 - ``helpers.charlm``              the character-level Transformer and LSTM, trained against the clock (§14.59)
 - ``helpers.sampling``            temperature, top-k and nucleus filtering and sampling (§14.60, used in §14.61)

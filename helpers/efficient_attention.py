@@ -14,10 +14,8 @@ Cheaper attention
                                                  the ``(T, T)`` score matrix
 
 Decoding with a KV cache
-- ``KVCache``                    the keys and values of the tokens seen so far, per layer
-- ``TinyCausalLM``               a small decoder-only Transformer whose attention can run naive, fused or
-                                 banded, with or without a window, with or without a cache
-- ``generate_greedy``            greedy decoding with or without the cache
+- ``KVCache``                    the keys and values of the tokens seen so far, per layer; the book's GPT
+                                 (:mod:`helpers.gpt`) reads and extends it
 
 Mask convention: boolean, ``True`` = *blocked*, as in :mod:`helpers.attention`.
 """
@@ -36,23 +34,16 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .checks import check_int as _check_int
 
 __all__ = [
     "count_flops", "peak_memory_bytes", "count_kernel_calls", "time_call",
     "attention_mask", "sliding_window_mask", "sliding_window_attention",
-    "KVCache", "CausalSelfAttention", "TinyCausalLM", "generate_greedy",
+    "KVCache",
 ]
-
-KERNELS = ("naive", "fused", "banded")
-
-
-
 
 def _check_window(window) -> int | None:
     return None if window is None else _check_int("window", window, 1)
@@ -323,158 +314,3 @@ class KVCache:
     def nbytes(self) -> int:
         """Bytes held by all cached keys and values."""
         return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values) if t is not None)
-
-
-# --------------------------------------------------------------------------------------------- tiny model
-
-class CausalSelfAttention(nn.Module):
-    """Multi-head causal self-attention (projections from :class:`helpers.attention.MultiHeadAttention`)
-    whose core can run three ways, all computing the same function:
-
-    - ``"naive"``: softmax(q kᵀ/√d_k) v with the ``(T, T)`` matrix formed (:func:`helpers.attention.scaled_dot_product_attention`);
-    - ``"fused"``: ``torch.nn.functional.scaled_dot_product_attention`` (flash-style kernel where available);
-    - ``"banded"``: :func:`sliding_window_attention` (needs a ``window``; not with a cache).
-
-    ``window`` (None = unlimited) restricts each query to the last ``window`` positions.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, kernel: str = "fused", window: int | None = None):
-        super().__init__()
-        self.mha = MultiHeadAttention(d_model, n_heads)
-        self.kernel, self.window = kernel, window
-        self.set_attention(kernel, window)
-
-    def set_attention(self, kernel: str, window: int | None = None) -> None:
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-        window = _check_window(window)
-        if kernel == "banded" and window is None:
-            raise ValueError("kernel 'banded' needs a window (an integer >= 1)")
-        self.kernel, self.window = kernel, window
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
-        """``x`` ``(B, t, d_model)``: the new positions (all of them without a cache) -> ``(B, t, d_model)``."""
-        mha = self.mha
-        q = mha.split_heads(mha.w_q(x))   # (B, h, t, d_k)
-        k = mha.split_heads(mha.w_k(x))
-        v = mha.split_heads(mha.w_v(x))
-        start = 0 if cache is None else cache.position
-        if cache is not None:
-            k, v = cache.extend(layer, k, v)
-        t_q, t_k = q.shape[-2], k.shape[-2]
-        if self.kernel == "banded":
-            if cache is not None:
-                raise ValueError("kernel 'banded' works on whole sequences; decode with 'naive' or 'fused'")
-            heads = sliding_window_attention(q, k, v, self.window)
-        else:
-            q_pos = torch.arange(start, start + t_q, device=x.device)
-            k_pos = torch.arange(start + t_q - t_k, start + t_q, device=x.device)
-            mask = attention_mask(q_pos, k_pos, self.window)
-            if self.kernel == "naive":
-                heads, _ = scaled_dot_product_attention(q, k, v, mask)
-            elif cache is None and self.window is None:
-                heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                heads = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask)  # torch: True = may attend
-        if cache is not None:
-            cache.store(layer, k, v)
-        return mha.w_o(mha.merge_heads(heads))
-
-
-class _Block(nn.Module):
-    def __init__(self, d_model: int, n_heads: int):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
-
-    def forward(self, x, cache=None, layer=0):
-        x = x + self.attn(self.ln1(x), cache, layer)
-        return x + self.mlp(self.ln2(x))
-
-
-class TinyCausalLM(nn.Module):
-    """A small decoder-only (GPT-style, pre-norm) Transformer over a vocabulary of ``vocab_size`` tokens.
-
-    Token and learned position embeddings, ``n_layers`` blocks of causal self-attention and
-    an MLP, a final LayerNorm and a linear read-out to logits. ``block_size`` is the longest
-    context it has positions for.
-
-    ``forward(idx, cache=None)``: ``idx`` ``(B, t)`` token ids -> logits ``(B, t, vocab_size)``.
-    Without a cache, ``idx`` is the whole sequence. With a :class:`KVCache`, ``idx`` holds
-    only the *new* tokens, which sit at positions ``cache.position, ...``; the cache is updated.
-    """
-
-    def __init__(self, vocab_size: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
-                 block_size: int = 128):
-        super().__init__()
-        self.vocab_size = _check_int("vocab_size", vocab_size, 1)
-        self.block_size = _check_int("block_size", block_size, 1)
-        self.n_layers = _check_int("n_layers", n_layers, 1)
-        self.tok = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(block_size, d_model)
-        self.blocks = nn.ModuleList(_Block(d_model, n_heads) for _ in range(n_layers))
-        self.ln_f = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
-
-    def set_attention(self, kernel: str = "fused", window: int | None = None) -> "TinyCausalLM":
-        """Run every layer's attention core with ``kernel`` ("naive", "fused", "banded") and ``window``."""
-        for block in self.blocks:
-            block.attn.set_attention(kernel, window)
-        return self
-
-    def new_cache(self) -> KVCache:
-        """An empty cache for this model, windowed like its attention."""
-        return KVCache(self.n_layers, window=self.blocks[0].attn.window)
-
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.dtype != torch.long:
-            raise ValueError(f"idx must be a (B, t) tensor of token ids (torch.long), got "
-                             f"{tuple(idx.shape) if isinstance(idx, torch.Tensor) else type(idx).__name__}"
-                             f"{'' if not isinstance(idx, torch.Tensor) else ' ' + str(idx.dtype)}")
-        start = 0 if cache is None else cache.position
-        t = idx.shape[1]
-        if start + t > self.block_size:
-            raise ValueError(f"positions {start}..{start + t - 1} exceed block_size={self.block_size}")
-        x = self.tok(idx) + self.pos(torch.arange(start, start + t, device=idx.device))
-        for i, block in enumerate(self.blocks):
-            x = block(x, cache, i)
-        if cache is not None:
-            cache.position += t
-        return self.head(self.ln_f(x))
-
-
-@torch.no_grad()
-def generate_greedy(model: TinyCausalLM, prompt: torch.Tensor, n_new: int, use_cache: bool = True
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Greedy decoding: append the most likely next token ``n_new`` times.
-
-    Without a cache every step re-runs the model on the whole sequence so far (step t costs
-    a forward pass over t positions); with a cache the prompt is read once and each step
-    feeds only the newest token.
-
-    Args:
-        model: a :class:`TinyCausalLM` (its attention kernel must not be "banded").
-        prompt: ``(B, t0)`` token ids, t0 >= 1.
-        n_new: tokens to generate; ``t0 + n_new`` must not exceed ``model.block_size``.
-
-    Returns:
-        ``(tokens, logits)``: tokens ``(B, t0 + n_new)`` (prompt included) and the logits each
-        step chose from, ``(B, n_new, vocab_size)``.
-    """
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 2 or prompt.shape[1] < 1:
-        raise ValueError(f"prompt must be a (B, t0) tensor of token ids with t0 >= 1, got "
-                         f"{tuple(prompt.shape) if isinstance(prompt, torch.Tensor) else type(prompt).__name__}")
-    n_new = _check_int("n_new", n_new, 1)
-    if prompt.shape[1] + n_new > model.block_size:
-        raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds block_size={model.block_size}")
-    tokens, step_logits = prompt, []
-    cache = model.new_cache() if use_cache else None
-    fresh = prompt
-    for _ in range(n_new):
-        logits = model(fresh, cache)[:, -1] if use_cache else model(tokens)[:, -1]
-        nxt = logits.argmax(dim=-1, keepdim=True)
-        tokens = torch.cat([tokens, nxt], dim=1)
-        step_logits.append(logits)
-        fresh = nxt
-    return tokens, torch.stack(step_logits, dim=1)

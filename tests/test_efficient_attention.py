@@ -8,11 +8,9 @@ from torch import nn
 from helpers.attention import causal_mask, scaled_dot_product_attention
 from helpers.efficient_attention import (
     KVCache,
-    TinyCausalLM,
     attention_mask,
     count_flops,
     count_kernel_calls,
-    generate_greedy,
     peak_memory_bytes,
     sliding_window_attention,
     sliding_window_mask,
@@ -154,10 +152,13 @@ def test_time_call_is_positive_and_checks_arguments():
 
 
 # ------------------------------------------------------------------------------------------------ KV cache
+# The cache is exercised through the book's GPT (helpers.gpt), the model it serves.
 
-def _model(**kw):
+def _model():
+    from helpers.gpt import GPT, GPTConfig
+
     torch.manual_seed(1)
-    return TinyCausalLM(vocab_size=11, d_model=16, n_heads=2, n_layers=2, block_size=40, **kw).eval().double()
+    return GPT(GPTConfig(vocab_size=11, d_model=16, n_heads=2, n_layers=2, block_size=40)).eval().double()
 
 
 @pytest.mark.parametrize("kernel", ["naive", "fused"])
@@ -165,9 +166,9 @@ def test_cached_forward_gives_the_same_logits_as_full_recomputation(kernel):
     model = _model().set_attention(kernel)
     idx = torch.randint(0, 11, (3, 20))
     with torch.no_grad():
-        full = model(idx)
+        full = model(idx)[0]
         cache = model.new_cache()
-        pieces = [model(idx[:, :7], cache), *(model(idx[:, t:t + 1], cache) for t in range(7, 20))]
+        pieces = [model(idx[:, :7], cache=cache)[0], *(model(idx[:, t:t + 1], cache=cache)[0] for t in range(7, 20))]
     torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=0, atol=1e-10)
     assert len(cache) == 20 and cache.position == 20
     assert cache.nbytes() == 2 * 2 * 3 * 20 * 16 * 8  # K and V, 2 layers, B=3, t=20, d=16, float64
@@ -177,8 +178,8 @@ def test_cached_forward_gives_the_same_logits_as_full_recomputation(kernel):
 def test_cached_greedy_decoding_gives_identical_tokens_and_logits(window):
     model = _model().set_attention("fused", window)
     prompt = torch.randint(0, 11, (2, 4))
-    tok_c, log_c = generate_greedy(model, prompt, 30, use_cache=True)
-    tok_f, log_f = generate_greedy(model, prompt, 30, use_cache=False)
+    tok_c, log_c = model.generate(prompt, 30, temperature=0, use_cache=True, return_logits=True)
+    tok_f, log_f = model.generate(prompt, 30, temperature=0, use_cache=False, return_logits=True)
     assert torch.equal(tok_c, tok_f) and tok_c.shape == (2, 34)
     torch.testing.assert_close(log_c, log_f, rtol=0, atol=1e-10)
 
@@ -187,9 +188,9 @@ def test_windowed_cache_stops_growing():
     model = _model().set_attention("naive", 6)
     cache = model.new_cache()
     with torch.no_grad():
-        model(torch.randint(0, 11, (1, 10)), cache)
+        model(torch.randint(0, 11, (1, 10)), cache=cache)
         for _ in range(5):
-            model(torch.randint(0, 11, (1, 1)), cache)
+            model(torch.randint(0, 11, (1, 1)), cache=cache)
     assert len(cache) == 6 and cache.position == 15
 
 
@@ -197,11 +198,11 @@ def test_model_kernels_agree_and_window_T_is_full():
     model = _model()
     idx = torch.randint(0, 11, (2, 25))
     with torch.no_grad():
-        fused = model.set_attention("fused")(idx)
-        naive = model.set_attention("naive")(idx)
-        banded = model.set_attention("banded", 25)(idx)
-        windowed_naive = model.set_attention("naive", 6)(idx)
-        windowed_banded = model.set_attention("banded", 6)(idx)
+        fused = model.set_attention("fused")(idx)[0]
+        naive = model.set_attention("naive")(idx)[0]
+        banded = model.set_attention("banded", 25)(idx)[0]
+        windowed_naive = model.set_attention("naive", 6)(idx)[0]
+        windowed_banded = model.set_attention("banded", 6)(idx)[0]
     torch.testing.assert_close(naive, fused, rtol=0, atol=1e-10)
     torch.testing.assert_close(banded, fused, rtol=0, atol=1e-10)
     torch.testing.assert_close(windowed_banded, windowed_naive, rtol=0, atol=1e-10)
@@ -219,9 +220,9 @@ def test_model_and_cache_errors():
         model(torch.zeros(1, 41, dtype=torch.long))
     with pytest.raises(ValueError, match="idx"):
         model(torch.zeros(1, 4))
-    with pytest.raises(ValueError, match="block_size"):
-        generate_greedy(model, torch.zeros(1, 30, dtype=torch.long), 20)
     with pytest.raises(ValueError, match="n_layers"):
         KVCache(0)
-    with pytest.raises(ValueError, match="n_new"):
-        generate_greedy(model, torch.zeros(1, 3, dtype=torch.long), 0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        model.generate(torch.zeros(1, 3, dtype=torch.long), 0)
+    assert model.generate(torch.zeros(1, 30, dtype=torch.long), 20).shape == (1, 50), \
+        "past block_size generation restarts from the last block_size // 2 tokens instead of failing"
