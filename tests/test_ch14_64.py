@@ -50,6 +50,17 @@ def test_both_neural_models_are_far_ahead_of_the_bigram(g):
     assert g["bigram_val"] > g["gpt_val"] > g["lstm_val"]
 
 
+def test_the_5gram_is_section_58s_and_the_neural_gain_over_it_is_a_third_of_the_bigrams(g, glued):
+    # oracle: §14.58 computed the same add-0.01 5-gram on the same split with its own code
+    assert g["ngram5_val"] == pytest.approx(glued("14_58_language_modelling_objective")["best_order_val_nats"], rel=1e-9)
+    assert g["lstm_gain_over_ngram"] == pytest.approx(g["ngram5_val"] - g["lstm_val"])
+    assert g["gpt_gain_over_ngram"] == pytest.approx(g["ngram5_val"] - g["gpt_val"])
+    assert 0.1 < g["gpt_gain_over_ngram"] < g["lstm_gain_over_ngram"], "a clear lead"
+    for gain, model in (("lstm_gain_over_ngram", "lstm_val"), ("gpt_gain_over_ngram", "gpt_val")):
+        # "a third of what the bigram comparison suggests" (between a fifth and a half)
+        assert 0.2 < g[gain] / (g["bigram_val"] - g[model]) < 0.5
+
+
 # ------------------------------------------------------------------------------------ forecasting (cache/m4)
 
 def test_m4_winner_and_best_classical_are_read_from_the_cached_table(g, m4_owa):
@@ -97,7 +108,7 @@ def test_reach_rnn_lstm_attention(g):
     assert g["reach_rnn"] < g["reach_lstm"] < g["reach_attention"]
     assert g["reach_lstm_over_rnn"] > 1e3, "gating extends the reach by orders of magnitude"
     assert g["reach_lstm"] < 1e-3, "but the LSTM's gradient from far back is still tiny"
-    assert g["reach_attention"] > 0.05 and g["reach_attention_min"] > 0.1, "attention's reach is nearly flat"
+    assert g["reach_attention"] > 0.05 and g["reach_attention_min"] > 0.25, "attention's reach varies by a small factor"
     assert g["fav_reach"] == "attention"
 
 
@@ -110,6 +121,7 @@ def test_cost_against_length(g):
     assert g["flops_equal_T"] == 2 * g["cost_d"], "LSTM break-even at T = 2d"
     assert g["flops_window_equals_lstm"] and g["window"] == g["cost_d"], "w = d: both 16 T d^2"
     assert g["calls_attention_constant"] and g["calls_attention"] < 10
+    assert g["calls_window"] == g["calls_attention"], "both attention layers make the same number of calls"
     assert g["calls_lstm"] == g["calls_T"] + 1
     assert g["fav_memory"] == "recurrent" and g["fav_parallel"] == "attention"
 
