@@ -107,3 +107,87 @@ def test_exercise_solutions(g):
     assert min(g["combo_level_owa"], g["combo_seasonal_owa"]) > g["combo_mean_owa"]
     assert g["nn_owa"] < g["select_owa"] < g["best_classical_owa"], "selection helps, but not enough"
     assert g["select_most_common"] == g["best_classical"] and 0 < g["select_most_common_share"] < 1
+
+
+# ------------------------------------------------ the shown numbers are those the cache holds
+
+NEURAL = "N-BEATS ensemble"
+CLASSICAL = ["Naive", "SeasonalNaive", "Naive2", "Theta", "AutoETS", "AutoARIMA"]
+
+
+@pytest.fixture(scope="module")
+def m4():
+    """The cache as the heavy run stored it: its summary table, its seconds, and per-series scores."""
+    import numpy as np
+    import pandas as pd
+
+    cached = cache.load_cache(m4benchmark.CACHE_NAME, code=m4benchmark.cache_code(), config=m4benchmark.cache_config())
+    summary = pd.DataFrame(cached.results["summary"]).set_index(["origin", "method"])
+    _, histories, test = m4benchmark.load_series()
+    forecasts = {k.split(".", 1)[1]: v.double().numpy() for k, v in cached.tensors.items() if k.startswith("forecast.")}
+    per_series = m4benchmark.evaluate(forecasts, histories, test)
+    test_mase = per_series[per_series["origin"] == "test"].pivot(index="series", columns="method", values="MASE")
+    members = cached.tensors["members"].double().numpy()[:, list(m4benchmark.ORIGINS).index("test")]
+    return {"summary": summary, "seconds": cached.results["seconds"], "per_series": per_series,
+            "test_mase": test_mase, "members": members, "histories": histories, "test": test, "np": np}
+
+
+def test_table_values_are_the_cached_summary(g, m4):
+    s = m4["summary"]
+    for name, (origin, method, metric) in {
+        "best_classical_mase": ("test", "AutoARIMA", "MASE"), "best_classical_smape": ("test", "AutoARIMA", "sMAPE"),
+        "best_classical_owa": ("test", "AutoARIMA", "OWA"), "snaive_owa": ("test", "SeasonalNaive", "OWA"),
+        "ets_owa": ("test", "AutoETS", "OWA"), "theta_owa": ("test", "Theta", "OWA"),
+        "nn_mase_median": ("test", NEURAL, "MASE_median"),
+    }.items():
+        assert g[name] == pytest.approx(s.loc[(origin, method), metric], rel=1e-6), name
+    inner = [s.loc[(o, NEURAL), "OWA"] for o in ("n-144", "n-96", "n-48")]
+    assert (g["nn_inner_owa_min"], g["nn_inner_owa_max"]) == (pytest.approx(min(inner)), pytest.approx(max(inner)))
+    t = s.loc["test"]
+    assert g["mean_over_median_min"] == pytest.approx((t["MASE"] / t["MASE_median"]).min())
+    assert g["median_rank_moves"] == int((t["MASE"].rank() != t["MASE_median"].rank()).sum())
+    assert g["theta_mase_gap"] == pytest.approx(abs(t.loc["Theta", "MASE"] - 2.455), rel=1e-4), "published Theta MASE"
+
+
+def test_wall_times_are_the_cached_ones(g, m4):
+    sec = m4["seconds"]
+    assert g["arima_seconds"] == pytest.approx(sec["AutoARIMA"]) and g["ets_seconds"] == pytest.approx(sec["AutoETS"])
+    assert g["theta_seconds"] == pytest.approx(sec["Theta"])
+    assert g["nn_seconds_min"] == pytest.approx(sec[NEURAL] / 60)
+
+
+def test_per_series_figures_recomputed_from_the_cached_forecasts(g, m4):
+    np, tm, ps = m4["np"], m4["test_mase"], m4["per_series"]
+    assert g["nn_share_below_1"] == pytest.approx((tm[NEURAL] < 1).mean())
+    assert g["snaive_share_below_1"] == pytest.approx((tm["SeasonalNaive"] < 1).mean())
+    top10 = tm.apply(lambda c: c.nlargest(10).sum() / c.sum())
+    assert g["nn_top10_share"] == pytest.approx(top10[NEURAL]) and g["top10_share_min"] == pytest.approx(top10.min())
+    wide = ps.pivot_table(index=["origin", "series"], columns="method", values="MASE")
+    inner = wide.drop(index="test", level="origin")
+    assert g["win_min"] == pytest.approx(min((tm[NEURAL] < tm[m]).mean() for m in CLASSICAL))
+    assert g["win_inner_min"] == pytest.approx(min((inner[NEURAL] < inner[m]).mean() for m in CLASSICAL))
+    choice = inner[CLASSICAL].groupby(level="series").mean().idxmin(axis=1)
+    assert g["select_most_common_share"] == pytest.approx(choice.value_counts(normalize=True).max())
+
+
+def test_member_and_combination_scores_recomputed_from_the_cached_members(g, m4):
+    from helpers.forecasting import owa
+
+    np, members, hist, test = m4["np"], m4["members"], m4["histories"], m4["test"]
+    naive2 = m4["summary"].loc[("test", "Naive2")]
+
+    def score(f):
+        s = m4benchmark.scores(f, hist, test)
+        return s["MASE"].mean(), s["sMAPE"].mean(), owa(s["sMAPE"].mean(), s["MASE"].mean(), naive2["sMAPE"], naive2["MASE"])
+
+    single = [score(members[k]) for k in range(len(members))]
+    names = [f"{c.scaling} / {c.loss}" for c in m4benchmark.ensemble_members()]
+    by_loss = {loss: [sc for n, sc in zip(names, single) if n.endswith(loss)] for loss in ("smape", "mase")}
+    assert g["best_member_owa"] == pytest.approx(min(sc[2] for sc in single))
+    assert g["median_owa"] == pytest.approx(score(np.median(members, axis=0))[2])
+    assert g["smape_members_smape"] == pytest.approx(np.mean([sc[1] for sc in by_loss["smape"]]))
+    assert g["mase_members_smape"] == pytest.approx(np.mean([sc[1] for sc in by_loss["mase"]]))
+    assert g["smape_members_mase"] == pytest.approx(np.mean([sc[0] for sc in by_loss["smape"]]))
+    assert g["mase_members_mase"] == pytest.approx(np.mean([sc[0] for sc in by_loss["mase"]]))
+    assert g["combo_level_owa"] == pytest.approx(score(np.median(members[[0, 1]], axis=0))[2])
+    assert g["combo_seasonal_owa"] == pytest.approx(score(np.median(members[[2, 3]], axis=0))[2])
