@@ -65,6 +65,7 @@ def test_the_encoder_decoder_maps_to_another_length(g):
     assert g["s2s_len_ratio_n6"] == pytest.approx(2 + 1 / 6, abs=0.05)
     assert g["cross_alignment_steps"] == 13
     assert g["cross_alignment_share"] > 0.6, "most copying steps attend to the letter they copy"
+    assert g["last_step_attends_eos"] is True, "the last step looks at the source's <eos>"
 
 
 def test_exercise_solutions(g):
