@@ -40,6 +40,21 @@ def test_baseline_ordering_on_validation(g):
     assert g["bigram_val_nats"] > g["bigram_train_nats"]
 
 
+def test_uniform_closed_forms_and_unseen_bigrams_recounted(g):
+    import numpy as np
+
+    from helpers.data import load_tiny_shakespeare
+    from helpers.tokenization import CharTokenizer, train_val_split
+
+    assert g["uniform_val_bits"] == pytest.approx(math.log2(65)) and g["uniform_val_ppl"] == pytest.approx(65)
+    train_text, val_text = train_val_split(load_tiny_shakespeare())
+    tok = CharTokenizer.fit(train_text)
+    tr, va = np.array(tok.encode(train_text)), np.array(tok.encode(val_text))
+    seen = set(zip(tr[:-1].tolist(), tr[1:].tolist()))
+    unseen = [p for p in zip(va[:-1].tolist(), va[1:].tolist()) if p not in seen]
+    assert g["n_unseen_bigrams"] == len(unseen) and g["n_unseen_bigrams_distinct"] == len(set(unseen))
+
+
 def test_unseen_bigrams_need_smoothing(g):
     assert g["n_unseen_bigrams"] > 0 and g["n_unseen_bigrams_distinct"] > 0
     assert g["raw_bigram_val_is_inf"] is True

@@ -152,3 +152,16 @@ def test_exercises(g):
     assert g["ex1_gru_calls"] == 1025
     assert g["ex1_gru_over_lstm"] == 0.75
     assert g["ex2_max_diff"] == 0 and g["ex2_break_even"] == 6 * 64
+
+
+def test_generation_counts_match_their_closed_forms(g):
+    L, d, V = 2, 64, 65  # the section's two-layer models, width 64, 65 characters
+    step = lambda t: L * (24 * d * d + 4 * t * d) + 2 * d * V  # Solution 2; t includes the new token
+    assert g["dec_cache_first"] == step(g["ctx_first"] + 1) and g["dec_cache_last"] == step(g["ctx_last"] + 1)
+    assert g["dec_lstm_last"] == L * 2 * 4 * d * (2 * d) + 2 * d * V, "four gates over [x, h], two ops per MAC"
+    assert g["dec_cache_growth"] == pytest.approx(g["dec_cache_last"] / g["dec_cache_first"])
+    assert g["dec_cache_over_lstm"] == pytest.approx(g["dec_cache_last"] / g["dec_lstm_last"])
+    assert g["lstm_state_bytes"] == L * 2 * d * 4, "h and c per layer, float32"
+    assert g["kv_bytes_last_KiB"] == L * 2 * (g["ctx_last"] + 1) * d * 4 / 1024, "K and V per layer, float32"
+    assert 0.9 * (g["ctx_last"] + 1) < g["dec_nocache_over_cache"] < 1.1 * (g["ctx_last"] + 1)
+    assert g["lm_minutes"] == pytest.approx(g["lm_seconds"] / 60)
