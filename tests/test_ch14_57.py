@@ -20,18 +20,29 @@ def test_bpe_from_scratch_matches_and_round_trips(g):
     assert g["first_merge"] == "' t'" and g["first_merge_count"] > 10_000
 
 
+def test_toy_corpus_tie(g):
+    # "es" and "st" each occur in six "newest" and three "widest"
+    assert g["toy_tie_count"] == 6 + 3 and g["toy_n_tied"] == 2, "only es and st reach nine"
+
+
 def test_vocabulary_size_trade_off(g):
     assert g["cpt_monotone"] is True, "more merges, fewer tokens"
     assert g["per_entry_monotone"] is True, "more tokens, fewer training examples each"
     assert g["cpt_256_512_gain"] > 2 * g["cpt_2048_4096_gain"] > 0, "diminishing returns"
     assert g["per_entry_256"] > 30 * g["per_entry_4096"]
     assert 2.5 < g["cpt_4096"] < 3.5
+    assert g["n_bytes_used"] == g["n_char_vocab"] == 65, "tiny Shakespeare is ASCII: one byte per character"
+    assert g["n_bytes_unused"] == 256 - g["n_bytes_used"]
+    assert g["per_used_256"] == pytest.approx(g["per_entry_256"] * 256 / g["n_bytes_used"])
+    assert g["per_used_256"] > 3 * g["per_entry_256"], "the unused bytes deflate the average"
 
 
 def test_same_merges_as_hugging_face_up_to_ties(g):
     assert g["merges_same_set"] == g["n_merges"] == 256
     assert g["merges_same_rank"] >= 0.95 * g["n_merges"]
     assert g["merges_same_rank"] < g["n_merges"], "the prose explains a few tie swaps"
+    assert g["n_swaps"] == g["n_merges"] - g["merges_same_rank"]
+    assert g["swaps_are_ties"] is True, "every swapped pair of merges has equal counts"
     assert g["hf_val_tokens"] == g["bpe_val_tokens"]
     assert g["hf_round_trip"] is True
 
@@ -46,5 +57,16 @@ def test_byte_fallback(g):
 def test_exercise_solutions(g):
     assert g["source_ratio"] < g["bpe_ratio_512"] - 0.2, "source code compresses worse than Shakespeare"
     assert g["length_identity_holds"] is True
+    assert g["n_self_pair_merges"] >= 1, "the caveat about pairs (x, x) is not vacuous here"
+
+
+def test_self_pair_merges_recounted(g):
+    from helpers.data import load_tiny_shakespeare
+    from helpers.tokenization import BPETokenizer, train_val_split
+
+    train_text, _ = train_val_split(load_tiny_shakespeare())
+    bpe = BPETokenizer.train(train_text, 512)
+    assert g["n_self_pair_merges"] == sum(a == b for a, b in bpe.merges)
+    assert g["first_merge_count"] == bpe.merge_counts[0]
     assert g["merge_counts_non_increasing"] is True
     assert g["tokyo_tokens"] == 15

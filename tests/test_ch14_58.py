@@ -40,6 +40,21 @@ def test_baseline_ordering_on_validation(g):
     assert g["bigram_val_nats"] > g["bigram_train_nats"]
 
 
+def test_uniform_closed_forms_and_unseen_bigrams_recounted(g):
+    import numpy as np
+
+    from helpers.data import load_tiny_shakespeare
+    from helpers.tokenization import CharTokenizer, train_val_split
+
+    assert g["uniform_val_bits"] == pytest.approx(math.log2(65)) and g["uniform_val_ppl"] == pytest.approx(65)
+    train_text, val_text = train_val_split(load_tiny_shakespeare())
+    tok = CharTokenizer.fit(train_text)
+    tr, va = np.array(tok.encode(train_text)), np.array(tok.encode(val_text))
+    seen = set(zip(tr[:-1].tolist(), tr[1:].tolist()))
+    unseen = [p for p in zip(va[:-1].tolist(), va[1:].tolist()) if p not in seen]
+    assert g["n_unseen_bigrams"] == len(unseen) and g["n_unseen_bigrams_distinct"] == len(set(unseen))
+
+
 def test_unseen_bigrams_need_smoothing(g):
     assert g["n_unseen_bigrams"] > 0 and g["n_unseen_bigrams_distinct"] > 0
     assert g["raw_bigram_val_is_inf"] is True
@@ -63,11 +78,15 @@ def test_ngram_overfitting(g):
     assert g["best_order_val_nats"] < g["bigram_val_nats"]
     assert g["best_order_val_bits"] == pytest.approx(g["best_order_val_nats"] / math.log(2))
     assert g["bigram_k_effect"] < 0.02, "for bigrams the smoothing constant hardly matters"
+    assert g["unigram_k_effect"] < 0.02, "nor for unigrams"
+    assert g["unigram_k_effect"] == pytest.approx(abs(g["unigram_k001_val_nats"] - g["unigram_val_nats"]))
 
 
-def test_exercise_solutions(g):
+def test_exercise_solutions(g, glued):
     assert g["conditional_entropy_nats"] == pytest.approx(g["mle_bigram_train_nats"], abs=1e-10)
     assert g["perturbed_min_excess"] > 0
     assert abs(g["alpha_chosen_val_nats"] - g["bigram_val_nats"]) < 0.01, "'within a few thousandths'"
     assert g["bpe_unigram_bits_per_token"] > g["unigram_val_bits"], "worse per token"
     assert g["bpe_unigram_bpc"] < g["unigram_val_bits"], "better per character"
+    # the same 512-token tokenizer on the same validation text as §14.57 (cross-section oracle)
+    assert g["bpe_chars_per_token"] == pytest.approx(glued("14_57_tokenization")["bpe_ratio_512"], rel=1e-12)

@@ -29,6 +29,11 @@ def test_nucleus_size_follows_the_models_confidence(g):
 def test_greedy_decoding_loops(g):
     assert g["greedy_repeated_min"] > 0.2 and g["greedy_repeated_median"] > 0.3
     assert g["repeated_T10"] < 0.02 and g["repeated_T05"] < 0.02, "sampled text does not repeat itself"
+    # "none of the sampled settings repeats a 10-gram in its median continuation": every one of them
+    assert g["n_sampled_settings"] == 7, "five temperatures, top-k and the nucleus"
+    assert g["max_repeated_sampled"] == 0
+    for key in ("T05", "T10", "T15", "topk5", "topp09"):
+        assert g[f"repeated_{key}"] == 0
     assert g["n_looping"] == g["n_prompts"], "every greedy continuation ends in an exact cycle"
     assert 1 <= g["n_cycles"] <= 2 and g["n_main_cycle"] >= 0.75 * g["n_prompts"], "mostly one attractor"
     assert 20 <= g["cycle_period"] and g["onset_max"] + 2 * g["cycle_period"] <= g["long_chars"]
@@ -69,4 +74,5 @@ def test_seeded_sampling_is_reproducible(g):
 def test_exercise_solutions(g):
     assert g["entropy_derivative_error"] < 1e-5
     assert g["beam_logp"] > g["greedy_short_logp"], "beam search finds a more probable continuation"
+    assert g["beam_logp"] - g["greedy_short_logp"] > 3, "by a clear margin over 30 characters"
     assert g["loglik_minp"] > g["loglik_T10"]

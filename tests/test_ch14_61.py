@@ -65,6 +65,7 @@ def test_the_encoder_decoder_maps_to_another_length(g):
     assert g["s2s_len_ratio_n6"] == pytest.approx(2 + 1 / 6, abs=0.05)
     assert g["cross_alignment_steps"] == 13
     assert g["cross_alignment_share"] > 0.6, "most copying steps attend to the letter they copy"
+    assert g["last_step_attends_eos"] is True, "the last step looks at the source's <eos>"
 
 
 def test_exercise_solutions(g):
@@ -77,6 +78,16 @@ def test_exercise_solutions(g):
 def test_the_nucleus_keeps_randomness_and_cuts_mistakes(g):
     assert g["nucleus_first_half"] > 7.5, "near-uniform first half: the 0.9-nucleus holds (almost) all 8 letters"
     assert g["nucleus_mirror_half"] < 1.05, "determined half: the nucleus is (almost always) one token"
+
+
+def test_shares_and_counts_stay_in_their_ranges(g):
+    # a share is at most 1, a count of distinct samples at most the number drawn, a nucleus between
+    # one token and the eight letters
+    for name in ("clm_second_half_acc", "mlm_first_half_acc", "mlm_second_half_acc", "gen_valid_share_top_p",
+                 "s2s_exact", "s2s_exact_min_by_length", "clm_completion_exact", "cross_alignment_share"):
+        assert 0 <= g[name] <= 1, name
+    assert g["gen_distinct"] <= g["gen_n"]
+    assert 1 <= g["nucleus_mirror_half"] <= g["nucleus_first_half"] <= 8
 
 
 def test_pair_counts_of_the_two_sequence_to_sequence_designs(g):

@@ -1,25 +1,55 @@
 """§14.62: the claims its prose makes, asserted on the values its notebook glued."""
 
+import numpy as np
+import pytest
+
+from helpers.data import load_m4_hourly
 
 STEM = "14_62_forecasting_as_sequence_modelling"
+C, H, M = 168, 48, 24  # the section's context, M4's horizon and seasonality
+
+
+@pytest.fixture(scope="module")
+def histories():
+    train = load_m4_hourly("train")
+    return [grp["y"].to_numpy() for _, grp in train.groupby("unique_id", sort=False)]
 
 
 def test_window_count_formula(g):
-    assert g["n_windows_h1"] == g["n_windows_formula"] == g["n_h1"] - 168 - 48 + 1
+    assert g["n_h1"] == 700, "M4 Hourly's H1 has 700 training hours"
+    assert g["n_windows_h1"] == g["n_windows_formula"] == g["n_h1"] - C - H + 1
 
 
-def test_per_window_scaling_brings_series_to_one_scale(g):
+def test_per_window_scaling_brings_series_to_one_scale(g, histories):
+    # oracle: the same statistics computed here from the raw data
+    levels = np.array([y.mean() for y in histories])
+    assert g["level_ratio"] == pytest.approx(levels.max() / levels.min(), rel=1e-9)
     assert g["level_ratio"] > 100, "series levels differ by orders of magnitude"
+    ctx = np.vstack([np.lib.stride_tricks.sliding_window_view(y, C + H)[::48, :C] for y in histories])
+    z = (ctx - ctx.mean(axis=1, keepdims=True)) / ctx.std(axis=1, keepdims=True)
+    assert g["scaled_abs_p99"] == pytest.approx(np.quantile(np.abs(z), 0.99), rel=1e-9)
     assert g["scaled_abs_p99"] < 5, "after scaling, values are of order one"
 
 
 def test_rolling_origins_are_m4s(g):
     assert g["origins_back"] == "n-144, n-96, n-48"
+    assert (g["origin1_back"], g["origin2_back"], g["origin3_back"]) == (144, 96, 48)
+
+
+def test_seasonal_naive_yardstick_matches_an_independent_computation(g, histories):
+    scores = []
+    for back in (144, 96, 48):
+        for y in histories:
+            hist, actual = y[: len(y) - back], y[len(y) - back: len(y) - back + H]
+            scale = np.mean(np.abs(hist[M:] - hist[:-M]))
+            scores.append(np.mean(np.abs(actual - np.resize(hist[-M:], H))) / scale)
+    assert g["mase_seasonal_naive"] == pytest.approx(np.mean(scores), rel=1e-9)
 
 
 def test_recursive_compounds_errors_direct_does_not_as_much(g):
-    assert g["mase_global_recursive"] > g["mase_global_direct"]
-    assert g["growth_global_recursive"] > g["growth_global_direct"] > 1
+    assert g["mase_global_recursive"] > 1.3 * g["mase_global_direct"], "a clear gap, not noise"
+    assert g["growth_global_recursive"] > 1.3 * g["growth_global_direct"] > 1.3
+    assert g["step1_gap"] < 1e-9 * g["step1_error"], "both start from the same one-step model"
 
 
 def test_local_linear_models_win_and_only_they_beat_seasonal_naive(g):
@@ -27,14 +57,23 @@ def test_local_linear_models_win_and_only_they_beat_seasonal_naive(g):
     assert g["mase_local_direct"] < snaive
     assert g["mase_local_direct"] < g["mase_global_direct"] and g["mase_local_direct"] < g["mase_global_recursive"]
     assert g["mase_global_direct"] > snaive and g["mase_global_recursive"] > snaive
+    # the shortest series (700 hours) before the first origin (n - 144): many more windows than coefficients
+    assert g["min_local_windows"] == 700 - 144 - C - H + 1
+    assert g["min_local_windows"] > 2 * g["n_ridge_coefs"]
 
 
 def test_percentage_errors_fail_where_mase_does_not(g):
-    assert g["mape_small_share"] > 0.5, "one near-zero actual dominates MAPE"
-    assert g["smape_under"] > g["smape_over"], "sMAPE penalises under-forecasts more"
+    # the 0.2 actual's share of MAPE: 0.5/0.2 against the sum of 0.5/y over y = 4, 0.2, 5, 1
+    assert g["mape_small_share"] == pytest.approx(2.5 / (0.125 + 2.5 + 0.1 + 0.5))
+    # sMAPE of 100 forecast as 150 and as 50: 200*50/250 and 200*50/150
+    assert g["smape_over"] == pytest.approx(40.0) and g["smape_under"] == pytest.approx(200 / 3)
+    assert g["smape_under"] > g["smape_over"], "sMAPE penalises under-forecasts, so it rewards leaning high"
+    assert g["mase_over"] == g["mase_under"] > 0, "MASE charges both misses alike"
     assert g["mase_scale_diff"] < 1e-12, "MASE is scale-free"
 
 
 def test_exercise_solutions(g):
-    assert g["mase_mean_scaled"] > g["mase_global_direct"], "mean scaling is worse than standardising"
-    assert g["leaked_hours"] > 0.5 * 48, "a random split leaks most test hours"
+    assert g["mase_mean_scaled"] > 1.2 * g["mase_global_direct_last"], "mean scaling is worse than standardising"
+    assert g["max_windows_per_test_hour"] == H, "the first test hour is in the horizon of H windows"
+    assert g["test_hours_in_contexts"] == 0, "no context reaches into the last origin's test window"
+    assert 0.9 * H <= g["leaked_hours"] <= H, "a random split leaks nearly every test hour"
