@@ -67,6 +67,11 @@ PLAIN_INLINE = {
 #: Roles the converter knows (myst_role tokens), by name.
 ROLES = ("glue:text", "glue", "glue:", "glue:any", "doc", "ref", "numref", "eq", "cite", "cite:p", "cite:t",
          "math")
+ADMONITIONS = ("admonition", "note", "tip", "hint", "warning", "caution", "important", "attention", "danger",
+               "error", "seealso")
+#: Every construct (as ``constructs`` names them) the converter writes for Colab.
+KNOWN_CONSTRUCTS = ({f"role:{r}" for r in ROLES} | {f"directive:{d}" for d in ADMONITIONS + ("math",)}
+                    | {"myst_target", "math_block_label", "myst_line_comment", "amsmath"} | PLAIN_INLINE)
 SETUP_TAG = "colab-setup"
 
 
@@ -143,11 +148,51 @@ def edition_ref(root: Path = ROOT) -> str:
     return head.stdout.strip()
 
 
+#: Import names of distributions whose import name differs from their own.
+IMPORT_NAMES = {"pyyaml": "yaml"}
+
+
+def imported_modules(code: str) -> set[str]:
+    """Top-level module names ``code`` imports (anywhere, also inside functions)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:  # IPython magics or shell escapes: drop those lines
+        tree = ast.parse("\n".join(line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@functools.lru_cache(maxsize=4)
+def helpers_top_level_imports(root: Path = ROOT) -> set[str]:
+    """Modules the helpers package imports at module level (so every notebook needs them)."""
+    import ast
+
+    names = set()
+    for path in (root / "helpers").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= imported_modules(ast.unparse(node))
+    return names
+
+
+def needed_specs(specs: dict[str, str], code: str, root: Path = ROOT) -> dict[str, str]:
+    """The part of ``specs`` a notebook whose code is ``code`` needs: what helpers or the code import."""
+    used = helpers_top_level_imports(root) | imported_modules(code)
+    return {d: s for d, s in specs.items() if IMPORT_NAMES.get(_canon(d), _canon(d).replace("-", "_")) in used}
+
+
 def install_specs(root: Path = ROOT) -> dict[str, str]:
     """distribution -> pip spec of every run-time dependency (pyproject), pinned as the book's build.
 
     torch, numpy and pandas are never installed by the first cell (Colab's own are kept), so
-    they are left out.
+    they are left out. A notebook's first cell lists only those it needs (``needed_specs``).
     """
     deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
     pins = {}
@@ -243,10 +288,13 @@ def _read_sphinx_env(ctx: Context, env_file: Path) -> None:
 
 
 def _author_label(entry) -> str:
-    from pybtex.richtext import Text
+    import codecs
+
+    import latexcodec  # noqa: F401  (registers the "ulatex" codec; installed with sphinxcontrib-bibtex)
 
     people = entry.persons.get("author") or entry.persons.get("editor") or []
-    last = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text") for p in people]
+    plain = lambda tex: codecs.decode(tex, "ulatex").replace("{", "").replace("}", "")
+    last = [plain(" ".join(p.prelast_names + p.last_names)) for p in people]
     if not last:
         return "Anon."
     if len(last) == 1:
@@ -425,8 +473,7 @@ def _admonition(doc: _Doc, info: str, content: str, indent: str) -> str:
         raise UnknownConstruct(f"{doc.where}: {{{kind}}} option(s) {sorted(set(options) - known_options)}")
     if kind == "admonition":
         head = title
-    elif kind in ("note", "tip", "hint", "warning", "caution", "important", "attention", "danger", "error",
-                  "seealso"):
+    elif kind in ADMONITIONS:
         head = kind.capitalize() + (f": {title}" if title else "")
     else:
         raise UnknownConstruct(f"{doc.where}: directive {{{kind}}} is not one the Colab edition knows")
@@ -495,9 +542,13 @@ def convert_markdown(src: str, doc: _Doc) -> str:
 # Notebooks
 
 
-def setup_source(ctx: Context) -> str:
-    """The first cell of every Colab notebook: fetch the book at ``ctx.ref``, install what is missing."""
-    install = json.dumps(ctx.install, indent=4).replace("\n}", ",\n}") if ctx.install else "{}"
+def setup_source(ctx: Context, install: dict[str, str] | None = None) -> str:
+    """The first cell of every Colab notebook: fetch the book at ``ctx.ref``, install what is missing.
+
+    ``install`` (distribution -> pip spec; default ``ctx.install``) is what the notebook needs.
+    """
+    install = ctx.install if install is None else install
+    install = json.dumps(install, indent=4).replace("\n}", ",\n}") if install else "{}"
     return f'''# @title Set-up: fetch the book and install what Colab lacks (run me first)
 # Fetches the book at the commit or tag this notebook was built from, installs the packages
 # Colab lacks (never replacing its torch, numpy or pandas), and moves into chapters/.
@@ -539,8 +590,8 @@ if "google.colab" in sys.modules:
 '''
 
 
-def setup_cell(ctx: Context, cell_id: str = "colab-setup"):
-    cell = nbformat.v4.new_code_cell(setup_source(ctx))
+def setup_cell(ctx: Context, install: dict[str, str] | None = None, cell_id: str = "colab-setup"):
+    cell = nbformat.v4.new_code_cell(setup_source(ctx, install))
     cell.id = cell_id
     cell.metadata = {"tags": [SETUP_TAG], "cellView": "form", "jupyter": {"source_hidden": False}}
     return cell
@@ -603,7 +654,8 @@ def convert_notebook(source: dict, ctx: Context, docname: str, edition: str = "c
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     nb = nbformat.reads(json.dumps(source), as_version=4)  # sources as strings
     student = edition == "student"
-    cells = [setup_cell(ctx)]
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and not c.source.lstrip().startswith("%"))
+    cells = [setup_cell(ctx, needed_specs(ctx.install, code))]
     for index, cell in enumerate(nb.cells):
         tags = list(cell.metadata.get("tags", []))
         doc = _Doc(ctx, docname, f"{docname}.ipynb cell {index}", solutions=not student)
