@@ -714,10 +714,45 @@ def write_editions(root: Path = ROOT, ref: str | None = None, ctx: Context | Non
     return written
 
 
+def publish(edition: Path, remote: str, branch: str, message: str) -> str:
+    """Commit the folder ``edition`` as the next commit of ``branch`` at ``remote`` and push it; returns the commit.
+
+    The branch keeps its history (one commit per edition); files the new edition lacks are
+    removed. Used by .github/workflows/publish.yml; tested against a local bare repository.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        git = lambda *a: subprocess.run(["git", "-C", tmp, "-c", "user.name=book-edition", "-c",
+                                         "user.email=book-edition@users.noreply.github.com", *a],
+                                        check=True, capture_output=True, text=True).stdout.strip()
+        git("init", "-q", "-b", branch)
+        git("remote", "add", "origin", remote)
+        exists = subprocess.run(["git", "-C", tmp, "fetch", "-q", "--depth=1", "origin", branch], capture_output=True)
+        if exists.returncode == 0:
+            git("reset", "-q", "--soft", "FETCH_HEAD")
+        import shutil
+
+        shutil.copytree(edition, tmp, dirs_exist_ok=True)
+        git("add", "-A")
+        git("commit", "-q", "--allow-empty", "-m", message)
+        git("push", "-q", "origin", f"HEAD:refs/heads/{branch}")
+        return git("rev-parse", "HEAD")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ref", help="tag or commit the first cell fetches (default: tag at HEAD, else HEAD)")
+    parser.add_argument("--publish", metavar="REMOTE",
+                        help="instead: push _build/colab to REMOTE's Colab branch (edition.colab_branch)")
+    parser.add_argument("--message", default="Colab edition", help="commit message for --publish")
     args = parser.parse_args(argv)
+    if args.publish:
+        branch = urls(book_config())[2]
+        if not (BUILD / "colab" / "chapters").is_dir():
+            parser.error("_build/colab/chapters missing: build the book first (make book)")
+        print(f"published {publish(BUILD / 'colab', args.publish, branch, args.message)[:12]} to {branch}")
+        return 0
     written = write_editions(ref=args.ref)
     print(f"editions: {len(written) // len(EDITIONS)} notebooks each in "
           + ", ".join(str((BUILD / e).relative_to(ROOT)) for e in EDITIONS))
