@@ -312,3 +312,49 @@ def test_strip_solutions_leaves_the_site_notebook_without_solutions_but_with_its
     assert ":::{admonition} Solution" not in prose and "Solution 1" not in prose
     assert not any("hide-cell" in c.metadata.get("tags", []) for c in nb.cells)
     assert re.findall(r"^\d+\. \*\*\(", prose.split("## Exercises", 1)[1], flags=re.M)
+
+
+# ---- SOLUTIONS=hidden: the site of a term in progress --------------------------------------
+
+def test_the_hidden_solutions_stage_has_every_prompt_and_no_solution():
+    from tools import book
+
+    hidden = book.stage_without_solutions()
+    for path in source_notebooks():
+        nb = nbformat.read(str(hidden / "chapters" / path.name), as_version=4)
+        whole = nbformat.read(str(ROOT / "_build" / "executed" / "chapters" / path.name), as_version=4)
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        full = "\n".join(c.source for c in whole.cells if c.cell_type == "markdown")
+        prompt = r"^\d+\. \*\*\((.+?)\.\)\*\*"
+        assert re.findall(prompt, prose, re.M) == re.findall(prompt, full, re.M) != []
+        assert "{admonition} Solution" in full and "{admonition} Solution" not in prose, path.name
+        assert not any("hide-cell" in c.metadata.get("tags", []) for c in nb.cells)
+        assert len(nb.cells) < len(whole.cells)
+
+
+def test_a_site_rendered_without_solutions_shows_the_prompts_and_no_solution(tmp_path):
+    """Jupyter Book renders one stripped section (as `make book SOLUTIONS=hidden` renders all)."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tools import book
+
+    hidden = book.stage_without_solutions()
+    name = source_notebooks()[0].name
+    site = tmp_path / "book"
+    (site / "chapters").mkdir(parents=True)
+    shutil.copy2(hidden / "chapters" / name, site / "chapters" / name)
+    for item in ("_config.yml", "references.bib"):
+        shutil.copy2(hidden / item, site / item)
+    shutil.copytree(hidden / "_ext", site / "_ext")
+    shutil.copytree(hidden / "_assets", site / "_assets")
+    (site / "_toc.yml").write_text(f"format: jb-book\nroot: chapters/{Path(name).stem}\n")
+    jb = Path(sys.executable).with_name("jupyter-book")
+    subprocess.run([str(jb), "build", str(site), "--path-output", str(tmp_path), "-q"], check=True,
+                   capture_output=True)
+    page = (tmp_path / "_build" / "html" / "chapters" / name.replace(".ipynb", ".html")).read_text()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "Exercises" in text and "(Classify.)" in text and "(Derive.)" in text
+    assert "Solution 1" not in text and "Solution 2" not in text
