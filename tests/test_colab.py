@@ -358,3 +358,15 @@ def test_a_site_rendered_without_solutions_shows_the_prompts_and_no_solution(tmp
     text = re.sub(r"<[^>]+>", "", page)
     assert "Exercises" in text and "(Classify.)" in text and "(Derive.)" in text
     assert "Solution 1" not in text and "Solution 2" not in text
+
+
+def test_author_year_labels_from_the_bib_agree_with_the_sites_citations(book_ctx):
+    from_bib = colab.citations_from_bib(ROOT / "references.bib")
+    assert book_ctx.citations and set(book_ctx.citations) <= set(from_bib)
+    for key, cit in book_ctx.citations.items():
+        assert (cit.label, cit.year) == (from_bib[key].label, from_bib[key].year)
+        assert re.fullmatch(r"id\d+", cit.anchor)
+    page = (ROOT / "_build" / "html" / "references.html").read_text()
+    vaswani = book_ctx.citations["vaswani2017attention"] if "vaswani2017attention" in book_ctx.citations else next(
+        c for c in book_ctx.citations.values() if c.label.startswith("Vaswani"))
+    assert f'id="{vaswani.anchor}"' in page and vaswani.label == "Vaswani et al."

@@ -256,6 +256,8 @@ def context_from_build(root: Path = ROOT, ref: str | None = None) -> Context:
     env_file = root / "_build" / ".doctrees" / "environment.pickle"
     if env_file.is_file():
         _read_sphinx_env(ctx, env_file)
+    else:  # no rendered site yet: author-year from the .bib; {ref}/{numref} will say what is missing
+        ctx.citations = citations_from_bib(root / "references.bib")
     return ctx
 
 
