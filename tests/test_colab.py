@@ -41,7 +41,8 @@ def md(src, ctx, solutions=True):
 
 @pytest.mark.parametrize("role, shown", [
     ("{glue:text}`loss:.3f`", "0.123"), ("{glue:text}`n:,`", "12,345"), ("{glue:text}`share:.0%`", "25%"),
-    ("{glue:text}`name`", "Seasonal Naive"), ("{glue}`n`", "12345"), ("{glue:}`loss:.1e`", "1.2e-01"),
+    ("{glue:text}`name`", "Seasonal Naive"), ("{glue:text}`loss:.1e`", "1.2e-01"),
+    ("{glue}`n`", "12345"), ("{glue:any}`name`", "'Seasonal Naive'"),  # {glue}: the text/plain as it is
 ])
 def test_glue_roles_become_the_value_formatted_as_the_site_formats_it(ctx, role, shown):
     assert md(f"MASE {role} here.", ctx) == f"MASE {shown} here."

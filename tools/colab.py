@@ -378,11 +378,13 @@ def _role(doc: _Doc, name: str, content: str) -> str:
     if name.startswith("glue"):
         from myst_nb.core.variables import format_plain_text
 
-        key, _, spec = content.partition(":")
+        # as myst-nb reads them: {glue:text}`key:spec` splits at the last colon; {glue}/{glue:any}
+        # take no format and show the value's text/plain as it is
+        key, spec = content.rsplit(":", 1) if name == "glue:text" and ":" in content else (content, None)
         values = ctx.glue.get(doc.docname, {})
         if key not in values:
             raise UnknownConstruct(f"{doc.where}: {{{name}}}`{content}`: {key!r} is not glued in the executed notebook")
-        return _escape(format_plain_text(values[key], spec))
+        return _escape(values[key] if spec is None and name != "glue:text" else format_plain_text(values[key], spec or ""))
     if name == "math":
         return f"${content}$"
     if name.startswith("cite"):
