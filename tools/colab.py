@@ -28,7 +28,6 @@ the solutions and the ``hide-cell`` code and keeps the exercise prompts.
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
 import json
 import pickle
