@@ -31,7 +31,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
