@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 HEAVY_EVAL ?= False
-BOOK_FLAGS := $(if $(filter True true 1,$(HEAVY_EVAL)),--heavy,)
+# SOLUTIONS=hidden: a site without the exercise solutions, for a term in progress
+SOLUTIONS ?= shown
+BOOK_FLAGS := $(if $(filter True true 1,$(HEAVY_EVAL)),--heavy,) --solutions $(SOLUTIONS)
 
 .PHONY: book test venv clean
 

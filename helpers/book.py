@@ -39,6 +39,22 @@ def repository_url() -> str:
     return book_config()["repository"]["url"].rstrip("/")
 
 
+def site_url() -> str:
+    """The published site's base URL (``html.baseurl`` in ``_config.yml``), without a trailing slash."""
+    return book_config()["html"]["baseurl"].rstrip("/")
+
+
+def colab_url(notebook: str) -> str:
+    """Where the Colab edition of ``notebook`` (e.g. ``"14_45_sequence_modelling_problems"``) opens.
+
+    The edition is published to the branch ``edition.colab_branch`` of the repository; the
+    site's launch buttons point at the same URL.
+    """
+    slug = repository_url().removeprefix("https://github.com/")
+    branch = (book_config().get("edition") or {}).get("colab_branch", "colab")
+    return f"https://colab.research.google.com/github/{slug}/blob/{branch}/chapters/{notebook.removesuffix('.ipynb')}.ipynb"
+
+
 def in_colab() -> bool:
     """True when running inside Google Colab."""
     return "google.colab" in sys.modules

@@ -67,13 +67,13 @@ def test_toc_parts_are_the_parts_of_the_book():
     assert captions == [c for c in allowed if c in captions]
 
 
-def test_first_cell_is_the_colab_setup_with_the_configured_repository(nb_path):
+def test_first_cell_is_the_colab_placeholder_and_names_no_repository(nb_path):
+    """The Colab set-up is written into the Colab edition (tools/colab.py), not typed into 20 notebooks."""
     first = cells(nb_path)[0]
     assert first["cell_type"] == "code" and "remove-cell" in tags(first)
     src = text(first)
-    assert 'if "google.colab" in sys.modules:' in src
-    urls = re.findall(r'BOOK_REPO = "([^"]+)"', src)
-    assert urls == [REPO_URL], f"{nb_path.name}: Colab cell clones {urls}, _config.yml says {REPO_URL}"
+    assert 'if "google.colab" in sys.modules:' in src and "raise RuntimeError" in src
+    assert "http" not in src and "BOOK_REPO" not in src
 
 
 def test_colab_cell_does_nothing_outside_colab(nb_path, tmp_path):
@@ -84,10 +84,55 @@ def test_colab_cell_does_nothing_outside_colab(nb_path, tmp_path):
     assert run(probe) == run(baseline)
 
 
-def test_launch_buttons_agree_with_the_repository_url():
-    theme = CONFIG["sphinx"]["config"]["html_theme_options"]
-    assert theme["repository_url"].rstrip("/") == REPO_URL
-    assert theme["launch_buttons"]["colab_url"] == CONFIG["launch_buttons"]["colab_url"]
+def test_the_repository_and_site_urls_are_written_in_config_only():
+    """One place: no notebook, helper, tool, extension or workflow spells the repository or site URL."""
+    site = CONFIG["html"]["baseurl"].rstrip("/")
+    places = [*NOTEBOOKS, *(ROOT / "helpers").glob("*.py"), *(ROOT / "tools").glob("*.py"), *(ROOT / "_ext").rglob("*.py"),
+              *(ROOT / ".github").rglob("*.yml"), ROOT / "Makefile", ROOT / "pyproject.toml"]
+    for path in places:
+        body = path.read_text()
+        for url in (REPO_URL, site, REPO_URL.removeprefix("https://github.com/")):
+            assert url not in body, f"{path.relative_to(ROOT)} spells {url}: read it from _config.yml"
+
+
+def test_launch_button_of_every_page_opens_its_colab_edition():
+    from helpers.book import colab_url
+
+    for path in NOTEBOOKS:
+        page = (ROOT / "_build" / "html" / "chapters" / f"{path.stem}.html").read_text()
+        colab = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page)
+        assert colab == [colab_url(path.stem)], f"{path.stem}: launch button {colab}"
+
+
+def test_changing_the_repository_in_config_changes_every_place(tmp_path, monkeypatch):
+    """Another repository and site in _config.yml: the theme, the Colab cells and links, helpers.book follow."""
+    import copy
+
+    from tools import book, colab
+
+    other = copy.deepcopy(CONFIG)
+    other["repository"]["url"] = "https://github.com/someone-else/fork-of-the-book"
+    other["html"]["baseurl"] = "https://someone-else.example.org/book/"
+    other["edition"] = {"colab_branch": "colab-2027"}
+    theme = book.staged_config(other)["sphinx"]["config"]["html_theme_options"]
+    assert theme["repository_url"] == "https://github.com/someone-else/fork-of-the-book"
+    assert theme["repository_branch"] == "colab-2027" and "edition" not in book.staged_config(other)
+    repo, site, branch = colab.urls(other)
+    ctx = colab.Context(repo_url=repo, site_url=site, ref="v9", colab_branch=branch,
+                        titles={"chapters/14_46_recurrent_networks": "14.46 RNNs"})
+    source = json.loads(NOTEBOOKS[0].read_text())
+    nb = colab.convert_notebook({**source, "cells": source["cells"][:1]}, ctx, f"chapters/{NOTEBOOKS[0].stem}")
+    assert 'BOOK_REPO = "https://github.com/someone-else/fork-of-the-book"' in nb.cells[0].source
+    assert 'BOOK_REF = "v9"' in nb.cells[0].source
+    link = colab.convert_markdown("{doc}`14_46_recurrent_networks`", colab._Doc(ctx, "chapters/x", "test"))
+    assert link == "[14.46 RNNs](https://someone-else.example.org/book/chapters/14_46_recurrent_networks.html)"
+    import helpers.book as hb
+
+    monkeypatch.setattr(hb, "book_config", lambda: other)
+    assert hb.repository_url() == "https://github.com/someone-else/fork-of-the-book"
+    assert hb.site_url() == "https://someone-else.example.org/book"
+    assert hb.colab_url("14_45_x") == ("https://colab.research.google.com/github/someone-else/fork-of-the-book/"
+                                       "blob/colab-2027/chapters/14_45_x.ipynb")
 
 
 def test_opening_and_parameters(nb_path):

@@ -120,11 +120,11 @@ def test_page_loads_offline_and_draws_everything(browser, site_url, page_path):
 @pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
 def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_path):
     page, *_ = visit(browser, f"{site_url}/{page_path}")
-    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
-    owner_repo = repo.removeprefix("https://github.com/")
+    from helpers.book import colab_url
+
     notebook = page_path.replace(".html", ".ipynb")
     links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-    assert f"https://colab.research.google.com/github/{owner_repo}/blob/main/{notebook}" in links
+    assert colab_url(Path(notebook).stem) in links  # the Colab edition's branch (tools/colab.py)
     assert any(link.endswith(f"_sources/{notebook}") for link in links), "no .ipynb download link"
     # the injected-parameters cell is hidden; the notebook's own parameters cell is shown
     body = page.inner_text("main")

@@ -5,6 +5,7 @@
     python tools/book.py --force         # re-execute even notebooks whose inputs are unchanged
     python tools/book.py --only 14_45    # execute only matching notebooks (the site still renders all)
     python tools/book.py --no-render     # execute only
+    python tools/book.py --solutions hidden   # a site without the exercise solutions (a term in progress)
 
 Executed copies go to ``_build/executed/chapters/`` beside a copy of the book's other
 sources; Jupyter Book renders that folder (``execute_notebooks: "off"``, warnings are
@@ -31,7 +32,7 @@ CHAPTERS = ROOT / "chapters"
 BUILD = ROOT / "_build"
 STAGE = BUILD / "executed"
 #: What the book's source holds besides the notebooks; copied next to the executed copies.
-BOOK_FILES = ["_config.yml", "_toc.yml", "intro.md", "references.md", "references.bib"]
+BOOK_FILES = ["_toc.yml", "intro.md", "references.md", "references.bib"]  # + _config.yml, see staged_config
 BOOK_DIRS = ["_ext", "_assets"]
 #: Inputs whose change invalidates every executed notebook.
 SHARED_INPUTS = ["helpers", "data", "cache"]
@@ -172,6 +173,7 @@ def stage_sources() -> None:
     STAGE.mkdir(parents=True, exist_ok=True)
     for name in BOOK_FILES:
         shutil.copy2(ROOT / name, STAGE / name)
+    write_staged_config(STAGE / "_config.yml")
     for name in BOOK_DIRS:
         shutil.copytree(ROOT / name, STAGE / name, dirs_exist_ok=True, copy_function=shutil.copy2)
     # drop executed copies whose source notebook no longer exists
@@ -181,10 +183,75 @@ def stage_sources() -> None:
             stale.unlink()
 
 
-def render() -> None:
-    """Render ``_build/executed`` to ``_build/html`` with Jupyter Book; warnings are errors."""
+def staged_config(config: dict) -> dict:
+    """The ``_config.yml`` Jupyter Book renders, from the book's own one.
+
+    The repository URL and the Colab edition's branch are defined once (``repository.url``,
+    ``edition.colab_branch``); this puts them where sphinx-book-theme reads them, so the
+    launch button of every page opens ``<colab>/github/<org>/<repo>/blob/<branch>/chapters/<nb>.ipynb``,
+    the Colab edition. The ``edition`` block is ours, not Jupyter Book's, and is removed.
+    """
+    import copy
+
+    staged = copy.deepcopy(config)
+    edition = staged.pop("edition", None) or {}
+    theme = staged.setdefault("sphinx", {}).setdefault("config", {}).setdefault("html_theme_options", {})
+    theme["repository_url"] = staged["repository"]["url"].rstrip("/")
+    theme["repository_branch"] = edition.get("colab_branch", "colab")
+    theme["path_to_docs"] = ""
+    theme["launch_buttons"] = {"colab_url": staged.get("launch_buttons", {}).get("colab_url",
+                                                                                "https://colab.research.google.com")}
+    return staged
+
+
+def write_staged_config(path: Path) -> None:
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    text = "# Written by tools/book.py from the book's _config.yml; edit that one.\n" + yaml.safe_dump(
+        staged_config(config), sort_keys=False, allow_unicode=True)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def stage_without_solutions() -> Path:
+    """A copy of ``_build/executed`` whose notebooks lack the exercise solutions; returns its folder.
+
+    A copy, so that the executed notebooks (and their input hashes) stay whole for the next build.
+    """
+    import nbformat
+
+    strip_solutions = _editions().strip_solutions
+
+    hidden = BUILD / "executed-nosolutions"
+    shutil.rmtree(hidden, ignore_errors=True)
+    shutil.copytree(STAGE, hidden, copy_function=shutil.copy2)
+    for path in sorted((hidden / "chapters").glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.write(strip_solutions(nb), str(path))
+    return hidden
+
+
+def write_editions() -> None:
+    """The Colab and student editions (``_build/colab``, ``_build/student``), from this build."""
+    editions = _editions()
+    written = editions.write_editions(ROOT)
+    print(f"editions: {len(written) // len(editions.EDITIONS)} notebooks each in "
+          + ", ".join(f"_build/{e}/chapters" for e in editions.EDITIONS), flush=True)
+
+
+def _editions():
+    if str(ROOT) not in sys.path:  # run as a script, tools/ is on the path but not the root
+        sys.path.insert(0, str(ROOT))
+    import tools.colab
+
+    return tools.colab
+
+
+def render(stage: Path = STAGE) -> None:
+    """Render ``stage`` (``_build/executed``) to ``_build/html`` with Jupyter Book; warnings are errors."""
     jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb), "build", str(STAGE), "--path-output", str(ROOT), "-W", "-n", "--keep-going", "--all"]
+    cmd = [str(jb), "build", str(stage), "--path-output", str(ROOT), "-W", "-n", "--keep-going", "--all"]
     result = subprocess.run(cmd, cwd=ROOT)
     if result.returncode != 0:
         raise SystemExit(f"Jupyter Book failed (exit {result.returncode}); see the warnings above.")
@@ -197,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="execute only notebooks whose file name contains this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="notebooks run at once")
     parser.add_argument("--no-render", action="store_true", help="execute only; do not render the site")
+    parser.add_argument("--solutions", choices=("shown", "hidden"), default="shown",
+                        help="hidden: render the site without the exercise solutions (make book SOLUTIONS=hidden)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -209,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     executed_s = time.perf_counter() - start
     stage_sources()
     if not args.no_render:
-        render()
+        render(stage_without_solutions() if args.solutions == "hidden" else STAGE)
+        write_editions()
     total = time.perf_counter() - start
     ran = sum(not r.skipped for r in executed)
     print(f"\nexecuted {ran} of {len(executed)} notebooks in {executed_s:.1f} s; "
