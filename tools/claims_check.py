@@ -605,10 +605,23 @@ def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None
                 "-p", "no:terminal", "-W", "ignore::DeprecationWarning"]
         sink = io.StringIO()
         redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if quiet else ()
-        with contextlib.ExitStack() as stack:
-            for r in redirect:
-                stack.enter_context(r)
-            code = pytest.main(args, plugins=[plugin, _install_fixture_wrapper(plugin)])
+        saved_path, saved_conftest = list(sys.path), sys.modules.get("conftest")
+        before = set(sys.modules)
+        try:
+            with contextlib.ExitStack() as stack:
+                for r in redirect:
+                    stack.enter_context(r)
+                code = pytest.main(args, plugins=[plugin, _install_fixture_wrapper(plugin)])
+        finally:
+            # leave the caller's imports as they were (this may run inside another pytest session):
+            # forget the test modules and conftest this session imported from <root>/tests
+            tests_dir = str(root / "tests")
+            for name in set(sys.modules) - before:
+                if str(getattr(sys.modules[name], "__file__", "") or "").startswith(tests_dir):
+                    del sys.modules[name]
+            if saved_conftest is not None:
+                sys.modules["conftest"] = saved_conftest
+            sys.path[:] = saved_path
         if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED):
             raise RuntimeError(f"pytest could not run the claims tests (exit {code!r}):\n{sink.getvalue()[-3000:]}")
 
