@@ -701,6 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     root = args.root.resolve()
     if not (root / "tests" / "conftest.py").is_file():
         parser.error(f"--root {root}: no tests/conftest.py there; pass the root of a checkout of the book")
+    sys.dont_write_bytecode = True  # leave no __pycache__ in another checkout
     sys.path.insert(0, str(root))  # the checkout's helpers and tools, before any installed copy
     try:
         report = run_check(root, args.section, quiet=not args.verbose)
