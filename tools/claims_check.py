@@ -348,6 +348,10 @@ class GluedView(Mapping):
     def __len__(self):
         return len(self._base)
 
+    def copy(self) -> dict:
+        """A plain dict of the values as handed out now (every key counts as read)."""
+        return dict(self)
+
     def __repr__(self):
         return f"GluedView({self._stem!r}, {len(self._base)} values)"
 
