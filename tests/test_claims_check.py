@@ -182,3 +182,12 @@ def test_command_line(toy_root, tmp_path, capsys):
     with pytest.raises(SystemExit):
         cc.main(["--root", str(tmp_path)])
     assert "no tests/conftest.py" in capsys.readouterr().err
+
+
+def test_shrink_pending_only_tightens(toy_root, report):
+    pending = toy_root / cc.PENDING
+    pending.write_text("# comment\n14_99  5/9\n")
+    assert cc.shrink_pending(toy_root, report) == ["14_99: 5/9 -> 6/9"]
+    assert pending.read_text() == "# comment\n14_99  6/9\n"
+    pending.write_text("14_99  7/9\n")  # listed tighter than today: left alone (the test fails instead)
+    assert cc.shrink_pending(toy_root, report) == [] and pending.read_text() == "14_99  7/9\n"

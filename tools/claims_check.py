@@ -5,6 +5,7 @@
     python tools/claims_check.py --root /work/wt/s45 --section 14_45   # another checkout
     python tools/claims_check.py --json guard.json       # every value, its perturbations, the tests
     python tools/claims_check.py --require 1.0           # exit 1 if the book's score is below 100 %
+    python tools/claims_check.py --shrink-pending        # tighten tests/claims_guard_pending.txt (never loosens)
 
 What it does, for every executed notebook ``<root>/_build/executed/chapters/14_NN_*.ipynb``:
 
@@ -690,6 +691,37 @@ def format_report(report: Report, show_unguarded: bool = True) -> str:
     return "\n".join(lines)
 
 
+PENDING = Path("tests") / "claims_guard_pending.txt"
+
+
+def shrink_pending(root: Path, report: Report) -> list[str]:
+    """Rewrite <root>/tests/claims_guard_pending.txt so that it only tightens: a section now at
+    100 % is deleted, a section with fewer unguarded values gets today's guarded/shown, nothing
+    is ever added or loosened. Returns what changed."""
+    import re
+
+    path = root / PENDING
+    current = {r.section: r for r in report.sections}
+    out, changes = [], []
+    for line in path.read_text().splitlines():
+        m = re.fullmatch(r"(14_\d\d)\s+(\d+)/(\d+)\s*", line)
+        r = current.get(m[1]) if m else None
+        if m is None or r is None:
+            out.append(line)
+            continue
+        listed_unguarded = int(m[3]) - int(m[2])
+        unguarded = r.shown - r.guarded
+        if unguarded == 0:
+            changes.append(f"{m[1]}: deleted (100 %)")
+        elif unguarded < listed_unguarded:
+            out.append(f"{m[1]}  {r.guarded}/{r.shown}")
+            changes.append(f"{m[1]}: {m[2]}/{m[3]} -> {r.guarded}/{r.shown}")
+        else:
+            out.append(line)
+    path.write_text("\n".join(out) + "\n")
+    return changes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -699,6 +731,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the full result to this file")
     parser.add_argument("--require", type=float, help="exit 1 if the overall score is below this fraction")
     parser.add_argument("--verbose", action="store_true", help="show pytest's own output")
+    parser.add_argument("--shrink-pending", action="store_true",
+                        help="tighten tests/claims_guard_pending.txt to today's scores (never loosens it)")
     args = parser.parse_args(argv)
     if args.require is not None and not 0 <= args.require <= 1:
         parser.error(f"--require must be a fraction between 0 and 1, got {args.require}")
@@ -712,6 +746,11 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     print(format_report(report))
+    if args.shrink_pending:
+        if args.section:
+            parser.error("--shrink-pending needs the whole book (no --section)")
+        for change in shrink_pending(root, report) or ["claims_guard_pending.txt: nothing to tighten"]:
+            print(change)
     if args.json:
         args.json.write_text(json.dumps(report.to_json(), indent=1, default=str))
     if args.require is not None and report.score < args.require:

@@ -3,6 +3,7 @@
     python tools/prose_numbers.py                    # every source notebook of this checkout
     python tools/prose_numbers.py --root /work/wt/s45 --section 14_45
     python tools/prose_numbers.py --all              # also list what the rules and allow-list let through
+    python tools/prose_numbers.py --shrink-pending   # delete pending entries whose number is gone
 
 The book's rule (CONTRIBUTING.md): a number in prose is glued, never typed. This scanner parses
 each markdown cell with myst-parser's markdown-it (tools/claims_check.walk_markdown), so code
@@ -257,13 +258,55 @@ def scan_book(root: Path = DEFAULT_ROOT, sections: list[str] | None = None) -> l
     return found
 
 
+PENDING = Path("tests") / "prose_numbers_pending.yml"
+
+
+def shrink_pending(root: Path, numbers: list[Number]) -> list[str]:
+    """Delete from <root>/tests/prose_numbers_pending.yml the entries whose number is no longer
+    typed in that section (never adds one); keeps every other line, comments included."""
+    from collections import Counter
+
+    path = root / PENDING
+    have = {}
+    for n in numbers:
+        if not n.rule:
+            have.setdefault(n.section, Counter())[n.text] += 1
+    out, changes, section = [], [], None
+    for line in path.read_text().splitlines():
+        head = re.fullmatch(r'"?(14_\d\d)"?:\s*', line)
+        item = re.match(r'\s+-\s+"((?:[^"\\]|\\.)*)"', line)
+        if head:
+            section = head[1]
+        elif item and section:
+            text = item[1]
+            if have.get(section, Counter())[text] > 0:
+                have[section][text] -= 1
+            else:
+                changes.append(f"{section}: {text!r} deleted (no longer typed)")
+                continue
+        out.append(line)
+    # drop section headers left without entries
+    cleaned = [ln for i, ln in enumerate(out)
+               if not (re.fullmatch(r'"?14_\d\d"?:\s*', ln)
+                       and (i + 1 == len(out) or not out[i + 1].startswith(" ")))]
+    path.write_text("\n".join(cleaned) + "\n")
+    return changes
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Numbers typed into the prose outside glue roles.")
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--section", action="append", help="section id such as 14_48 (repeatable)")
     parser.add_argument("--all", action="store_true", help="also list numbers a rule or the allow-list lets stay")
+    parser.add_argument("--shrink-pending", action="store_true",
+                        help="delete entries of tests/prose_numbers_pending.yml whose number is gone (never adds)")
     args = parser.parse_args(argv)
     numbers = scan_book(args.root.resolve(), args.section)
+    if args.shrink_pending:
+        if args.section:
+            parser.error("--shrink-pending needs the whole book (no --section)")
+        for change in shrink_pending(args.root.resolve(), numbers) or ["nothing to delete"]:
+            print(change)
     for n in numbers:
         if n.rule and not args.all:
             continue
