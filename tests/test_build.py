@@ -31,10 +31,29 @@ def test_a_failing_notebook_names_itself_the_cell_and_the_error(tmp_path, monkey
     assert "ZeroDivisionError" in message
 
 
-def test_input_hash_tracks_parameters_and_source(tmp_path):
-    nb = source_notebooks()[0]
-    assert build.input_hash(nb, {"HEAVY_EVAL": False}) == build.input_hash(nb, {"HEAVY_EVAL": False})
-    assert build.input_hash(nb, {"HEAVY_EVAL": False}) != build.input_hash(nb, {"HEAVY_EVAL": True})
+def test_input_hash_tracks_parameters_source_and_shared_inputs(tmp_path, monkeypatch):
+    """Each input the docstring names changes the hash; a __pycache__ file does not."""
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    for folder in build.SHARED_INPUTS:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.txt").write_text("one")
+    nb = tmp_path / "nb.ipynb"
+    nb.write_text('{"cells": []}')
+    params = {"HEAVY_EVAL": False}
+    first = build.input_hash(nb, params)
+    assert build.input_hash(nb, dict(params)) == first
+    (tmp_path / "helpers" / "__pycache__").mkdir()
+    (tmp_path / "helpers" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert build.input_hash(nb, params) == first, "bytecode is not an input"
+    assert build.input_hash(nb, {"HEAVY_EVAL": True}) != first
+    nb.write_text('{"cells": [1]}')
+    assert build.input_hash(nb, params) != first, "the notebook's source is an input"
+    nb.write_text('{"cells": []}')
+    for folder in build.SHARED_INPUTS:
+        (tmp_path / folder / "x.txt").write_text("two")
+        assert build.input_hash(nb, params) != first, f"{folder}/ is an input"
+        (tmp_path / folder / "x.txt").write_text("one")
+    assert build.input_hash(nb, params) == first
 
 
 @pytest.mark.parametrize("nb_path", source_notebooks(), ids=lambda p: p.stem)

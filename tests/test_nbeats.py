@@ -61,15 +61,28 @@ def test_losses_match_the_m4_metrics():
     assert nbeats.mase_loss(p, a, torch.tensor([scale])).item() == pytest.approx(mase(actual, pred, hist, 24), rel=1e-9)
 
 
+def _linear(x, layer):
+    return x @ layer.weight.T + layer.bias
+
+
 def test_stack_sums_block_forecasts_over_backcast_residuals():
+    """Oracle: the doubly residual stack written out with plain matrix products from the
+    parameters (not by calling the blocks): block k reads x - sum of earlier backcasts, and the
+    forecast is the sum of the blocks' forecasts."""
     torch.manual_seed(0)
     net = nbeats.NBeats(lookback=12, horizon=4, width=8, layers=2, blocks=3)
     x = torch.randn(5, 12)
-    residual, total = x, 0
-    for block in net.blocks:
-        back, fore = block(residual)
-        residual, total = residual - back, total + fore
-    torch.testing.assert_close(net(x), total)
+    residual, total = x, torch.zeros(5, 4)
+    with torch.no_grad():
+        for block in net.blocks:
+            linears = [m for m in block.body if isinstance(m, torch.nn.Linear)]
+            assert len(linears) == 2, "layers=2 fully connected layers per block"
+            h = residual
+            for layer in linears:
+                h = torch.relu(_linear(h, layer))
+            residual = residual - _linear(h, block.backcast)
+            total = total + _linear(h, block.forecast)
+        torch.testing.assert_close(net(x), total)
 
 
 @pytest.mark.parametrize("scaling", nbeats.SCALINGS)
@@ -100,13 +113,20 @@ def test_training_learns_a_seasonal_pattern():
     assert info["steps"] == 300 and info["final_loss"] < 1
 
 
-def test_training_is_reproducible():
+def test_training_is_reproducible_and_depends_on_seed_and_steps():
+    import dataclasses
+
     series = _toy_series(2)
     cfg = nbeats.NBeatsConfig(lookback=24, horizon=12, width=8, layers=1, blocks=1, steps=5, batch=8)
-    a, _ = nbeats.train_nbeats(series, cfg)
-    b, _ = nbeats.train_nbeats(series, cfg)
-    for pa, pb in zip(a.parameters(), b.parameters()):
-        assert torch.equal(pa, pb)
+
+    def params(c):
+        model, _ = nbeats.train_nbeats(series, c)
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    first = params(cfg)
+    assert torch.equal(first, params(cfg)), "same config, same seed: identical weights"
+    assert not torch.equal(first, params(dataclasses.replace(cfg, seed=cfg.seed + 1))), "the seed matters"
+    assert not torch.equal(first, params(dataclasses.replace(cfg, steps=6))), "every step changes the weights"
 
 
 def test_ensemble_configs_cover_every_pair_with_distinct_seeds():

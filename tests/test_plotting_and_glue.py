@@ -34,7 +34,7 @@ def test_offline_renderer_emits_no_plotly_js_no_cdn_and_stable_ids(monkeypatch):
 
 def test_outside_the_build_plotly_default_renderer_is_left_alone(monkeypatch):
     monkeypatch.delenv("BOOK_BUILD", raising=False)
-    pio.renderers.default = "png"
+    monkeypatch.setattr(pio.renderers, "default", "png")  # restored afterwards: no state leaks to other tests
     plotting.use_book_style()
     assert pio.renderers.default == "png"
 
@@ -77,5 +77,11 @@ def test_glue_refuses_bad_names_and_values():
         book.glue("arr", np.arange(3))
 
 
-def test_repository_url_is_defined_once():
+def test_repository_url_is_read_from_the_config(monkeypatch):
+    import yaml
+
+    config = yaml.safe_load(book.repo_path("_config.yml").read_text())
+    assert book.repository_url() == config["repository"]["url"].rstrip("/")
     assert book.repository_url().startswith("https://github.com/")
+    monkeypatch.setattr(book, "book_config", lambda: {"repository": {"url": "https://example.org/fork/"}})
+    assert book.repository_url() == "https://example.org/fork", "follows _config.yml, not a typed copy"

@@ -35,16 +35,21 @@ def test_bad_seed_is_rejected(bad):
         seed_everything(bad)
 
 
-def test_device_is_chosen_automatically():
-    device = pick_device()
-    expected = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
-    assert device.type == expected
+@pytest.mark.parametrize("cuda, mps, expected", [
+    (True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu")])
+def test_device_is_chosen_automatically(monkeypatch, cuda, mps, expected):
+    """The preference order CUDA > MPS > CPU, on every combination (not just this machine's)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert pick_device().type == expected
     assert pick_device("cpu") == torch.device("cpu")
 
 
-def test_unknown_or_unavailable_device_is_a_clear_error():
+def test_unknown_or_unavailable_device_is_a_clear_error(monkeypatch):
     with pytest.raises(ValueError, match="prefer must be"):
         pick_device("tpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="not available on this machine"):
-            pick_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    for missing in ("cuda", "mps"):
+        with pytest.raises(ValueError, match=f"'{missing}' is not available on this machine; available: \\['cpu'\\]"):
+            pick_device(missing)

@@ -133,6 +133,11 @@ def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_
 
 
 def test_glued_numbers_appear_in_the_rendered_prose(browser, site_url):
+    """No chapter page holds a raw glue role (checked in every page's HTML); and one sentence
+    shows its number in place in the browser."""
+    for page_path in [p for p in toc_pages() if p.startswith("chapters/")]:
+        html = (SITE / page_path).read_text(encoding="utf-8")
+        assert "{glue" not in html, f"{page_path} shows an unrendered glue role"
     page, *_ = visit(browser, f"{site_url}/chapters/14_45_sequence_modelling_problems.html")
     body = page.inner_text("main")
     assert "{glue" not in body
