@@ -247,23 +247,56 @@ def input_gradient_by_lag(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def reach_by_lag(kind: str, T: int, d_h: int = 32, d_in: int = 1, seeds: Iterable[int] = range(10),
-                 forget_bias: float | None = None) -> np.ndarray:
+                 forget_bias: float | None = None, average: str = "arithmetic",
+                 path: str = "all") -> np.ndarray:
     """Input gradient by lag of freshly initialised cells, averaged over initialisations.
 
     For each seed: build the cell with :func:`make_recurrent`, draw ``x`` (1, T, d_in) standard
-    normal from the same seed, measure :func:`input_gradient_by_lag`. Returns (T,), index ``k`` =
-    lag ``k``: the arithmetic mean over seeds.
+    normal from the same seed, measure :func:`input_gradient_by_lag` (``path="all"``) or, for an
+    LSTM, :func:`lstm_cell_path_gradient_by_lag` (``path="cell"``: only the route along the cell
+    state). Returns (T,), index ``k`` = lag ``k``: the ``average`` over seeds, ``"arithmetic"``
+    or ``"geometric"`` (the mean of the logs, exponentiated: the right average for values that
+    spread over orders of magnitude, where the arithmetic mean follows the largest one).
     """
     T = _check_positive_int("T", T)
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must name at least one initialisation")
+    if average not in ("arithmetic", "geometric"):
+        raise ValueError(f"average must be 'arithmetic' or 'geometric', got {average!r}")
+    if path not in ("all", "cell"):
+        raise ValueError(f"path must be 'all' or 'cell', got {path!r}")
+    if path == "cell" and kind != "lstm":
+        raise ValueError(f"path='cell' needs kind='lstm' (only the LSTM has a cell state), got {kind!r}")
     rows = []
     for s in seeds:
         module = make_recurrent(kind, d_in, d_h, seed=s, forget_bias=forget_bias)
         x = torch.randn(1, T, d_in, generator=torch.Generator().manual_seed(10_000 + s))
-        rows.append(input_gradient_by_lag(module, x)[0])
-    return torch.stack(rows).mean(0).numpy()
+        measure = input_gradient_by_lag if path == "all" else lstm_cell_path_gradient_by_lag
+        rows.append(measure(module, x)[0])
+    stacked = torch.stack(rows)
+    if average == "geometric":
+        return stacked.double().log().mean(0).exp().numpy()
+    return stacked.mean(0).numpy()
+
+
+def lstm_cell_path_gradient_by_lag(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """:func:`input_gradient_by_lag` of an LSTM with every route through ``h_{t-1}`` cut.
+
+    The layer is unrolled with :func:`lstm_step`, feeding ``h_{t-1}.detach()`` into the gates, so
+    the gradient of the last output reaches an earlier input only along the cell state,
+    ``c_t = f_t * c_{t-1} + i_t * g_t`` (the forward values are those of the intact layer).
+    ``module``: batch-first single-layer ``nn.LSTM``; ``x`` (B, T, d_in) -> (B, T), column k = lag k.
+    """
+    if not isinstance(module, nn.LSTM) or not module.batch_first:
+        raise ValueError("module must be a batch-first nn.LSTM")
+    x = _check_sequence(x, module.input_size).detach().clone().requires_grad_(True)
+    h = torch.zeros(x.shape[0], module.hidden_size)
+    c = torch.zeros(x.shape[0], module.hidden_size)
+    for t in range(x.shape[1]):
+        h, c, _ = lstm_step(module, x[:, t], h.detach(), c)
+    h.sum().backward()
+    return x.grad.abs().sum(dim=2).flip(1).detach()
 
 
 def _layer_weights(module: nn.Module, gates: int):

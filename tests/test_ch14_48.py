@@ -1,5 +1,9 @@
 """§14.48: the claims its prose makes, asserted on the values its notebook glued."""
 
+import math
+
+import pytest
+
 
 STEM = "14_48_encoder_decoder_bottleneck"
 LENGTHS = [4, 8, 16, 32]
@@ -11,7 +15,6 @@ def test_parameter_count_matches_the_derived_formula(g):
 
 def test_copy_accuracy_falls_with_length_through_a_fixed_vector(g):
     accs = [g[f"copy_acc_{T}"] for T in LENGTHS]
-    assert g["copy_acc_decreasing"] is True
     assert all(a > b for a, b in zip(accs, accs[1:])), "strictly falling with every doubling"
     assert accs[0] > 0.9, "short sequences are copied almost perfectly"
     assert accs[-1] < 0.6, "the longest is far from a copy"
@@ -35,9 +38,13 @@ def test_reversal_loses_the_early_tokens(g):
     assert g["rev16_first_quarter"] < g["rev16_last_quarter"] - 0.15
 
 
-def test_first_output_is_equally_good_whatever_the_encoder_distance(g):
-    assert g["enc_updates_x1"] == 15
-    assert g["first_output_gap"] < 0.08
+def test_first_output_gap_is_within_about_two_standard_errors(g):
+    # the prose: a gap of the size of its own binomial standard error, from one run, says nothing
+    gap = 100 * abs(g["copy16_first"] - g["rev16_last_source"])
+    assert g["first_output_gap_pp"] == pytest.approx(gap, rel=1e-4)
+    p, q, n = g["copy16_first"], g["rev16_last_source"], g["n_test"]
+    assert g["first_output_gap_se_pp"] == pytest.approx(100 * math.sqrt(p * (1 - p) / n + q * (1 - q) / n), rel=1e-4)
+    assert g["first_output_gap_pp"] < 2.5 * g["first_output_gap_se_pp"]
     assert g["copy16_first"] > g["copy16_second_half"] and g["rev16_last_source"] > g["rev16_first_quarter"]
 
 

@@ -212,3 +212,50 @@ def test_training_rejects_bad_arguments():
         s2s.train_seq2seq(net, "copy", 3, lr=0)
     with pytest.raises(ValueError, match="model must be a Seq2Seq"):
         s2s.train_seq2seq(torch.nn.GRU(2, 2), "copy", 3)
+
+
+# --------------------------------------------------------------------------- learning curves
+
+
+def test_callback_sees_every_step_in_order():
+    torch.manual_seed(0)
+    seen = []
+    s2s.train_seq2seq(s2s.Seq2Seq(4, 4, 8), "copy", 3, steps=7, batch_size=8,
+                      callback=lambda step, net: seen.append((step, isinstance(net, s2s.Seq2Seq))))
+    assert seen == [(k, True) for k in range(1, 8)]
+
+
+def test_learning_curve_scores_the_model_as_it_was_after_each_checkpoint(gen):
+    src, tgt = s2s.copy_task(200, 4, 5, gen)
+    torch.manual_seed(1)
+    net = s2s.Seq2Seq(5, 4, 8)
+    curve = s2s.learning_curve(net, "copy", 4, [20, 5], src, tgt, batch_size=16, seed=2)
+    assert curve["steps"] == [5, 20] and len(curve["accuracy"]) == 2 and len(curve["positions"]) == 4
+    # the oracle: a fresh copy trained separately for exactly 5 and 20 steps on the same batches
+    for k, steps in enumerate([5, 20]):
+        torch.manual_seed(1)
+        again = s2s.Seq2Seq(5, 4, 8)
+        losses = s2s.train_seq2seq(again, "copy", 4, steps=steps, batch_size=16, seed=2)
+        acc = s2s.position_accuracy(again, src, tgt)
+        assert curve["accuracy"][k] == pytest.approx(acc.mean().item(), abs=1e-6)
+    assert curve["positions"] == pytest.approx(acc.tolist(), abs=1e-6)
+    assert curve["loss_final"] == pytest.approx(sum(losses[-50:]) / len(losses[-50:]), rel=1e-6)
+
+
+def test_learning_curve_rejects_bad_arguments(gen):
+    net = s2s.Seq2Seq(5, 4, 8)
+    src, tgt = s2s.copy_task(10, 4, 5, gen)
+    with pytest.raises(ValueError, match="checkpoints must be positive"):
+        s2s.learning_curve(net, "copy", 4, [0, 5], src, tgt)
+    with pytest.raises(ValueError, match=r"shape \(N, length=3\)"):
+        s2s.learning_curve(net, "copy", 3, [5], src, tgt)
+
+
+def test_bottleneck_runs_cover_every_length_and_seed():
+    cfg = s2s.BOTTLENECK_CONFIG
+    runs = s2s.bottleneck_runs(cfg)
+    for model in ("fixed", "dot"):
+        got = {(r["length"], r["seed"]) for r in runs if r["model"] == model and r["task"] == "copy"}
+        assert got == {(T, s) for T in cfg["lengths"] for s in cfg["seeds"]}
+    assert {r["seed"] for r in runs if r["task"] == "reversal"} == set(cfg["seeds"])
+    assert len(cfg["seeds"]) >= 3, "comparisons rest on at least three seeds"
