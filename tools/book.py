@@ -26,6 +26,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `tools` importable
+from tools import version  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 BUILD = ROOT / "_build"
@@ -234,8 +237,9 @@ def render() -> float:
     log = BUILD / "render.log"
     print("rendering the site with Jupyter Book ...", flush=True)
     start = time.perf_counter()
+    env = {**os.environ, version.ENV_VAR: version.book_version(ROOT)}
     with log.open("w") as out:
-        result = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        result = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     if result.returncode != 0:
         lines = log.read_text(errors="replace").splitlines()
         problems = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
