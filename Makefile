@@ -30,5 +30,9 @@ browser: venv
 test: book browser
 	$(PY) -m pytest
 
+# the whole Part as one PDF in _build/pdf/ (not part of `make test`: see README, "Editions")
+pdf: book browser
+	$(PY) tools/pdf.py
+
 clean:
 	rm -rf _build
