@@ -54,7 +54,7 @@ h2, h3, h4 { break-after: avoid; }
 .book-section-start { break-before: page; }
 #book-title-page { break-after: page; min-height: 240mm; display: flex; flex-direction: column;
                    justify-content: center; text-align: center; }
-#book-title-page h1 { font-size: 28pt; border: none; margin-bottom: 6mm; }
+#book-title-page .title { font-size: 28pt; font-weight: 700; margin-bottom: 6mm; }
 #book-title-page .subtitle { font-size: 14pt; margin-bottom: 18mm; }
 #book-title-page .meta { font-size: 10pt; color: #444; line-height: 1.6; }
 #book-contents { break-after: page; }
@@ -84,7 +84,7 @@ async ({title, subtitle, meta}) => {
     return `<li><a href="#${sec.id}">${text.replace(/</g, '&lt;')}</a></li>`;
   });
   const titlePage = document.createElement('div'); titlePage.id = 'book-title-page';
-  titlePage.innerHTML = `<h1>${title}</h1><div class="subtitle">${subtitle}</div><div class="meta">${meta}</div>`;
+  titlePage.innerHTML = `<div class="title" role="heading" aria-level="1">${title}</div><div class="subtitle">${subtitle}</div><div class="meta">${meta}</div>`;
   const contents = document.createElement('div'); contents.id = 'book-contents';
   contents.innerHTML = `<h2>Contents</h2><ol>${items.join('')}</ol>`;
   article.prepend(titlePage, contents);
