@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -21,24 +23,29 @@ RAW_MARKUP = ["{glue", ":::", "{cite}`", "$$", "\\frac", "\\mathbf", "{doc}", "{
 SHOWN_ON_PURPOSE = ["{cite}`key`"]
 
 
+#: The PDF under test; BOOK_PDF=path checks another copy.
+PDF = Path(os.environ.get("BOOK_PDF") or pdf_tool.PDF)
+
+
 def _flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+    """Whitespace collapsed, ligatures (e.g. U+FB00 'ff') spelled out."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 
 def _squeezed(text: str) -> str:
     """Without any whitespace: text extraction may join or split words at line ends."""
-    return re.sub(r"\s+", "", text)
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
 
 
 @pytest.fixture(scope="module")
 def book_pdf():
-    if not pdf_tool.PDF.is_file():
+    if not PDF.is_file():
         if os.environ.get("BOOK_REQUIRE_PDF"):
-            pytest.fail(f"{pdf_tool.PDF} was not built: run `make pdf`")
+            pytest.fail(f"{PDF} was not built: run `make pdf`")
         pytest.skip("no PDF built; `make pdf` builds it (CI does)")
     from pypdf import PdfReader
 
-    reader = PdfReader(str(pdf_tool.PDF))
+    reader = PdfReader(str(PDF))
     pages = [_flat(page.extract_text() or "") for page in reader.pages]
     return reader, pages
 
