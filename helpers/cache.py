@@ -4,17 +4,27 @@ A cache entry is a folder ``cache/<name>/`` holding
 
 - ``tensors.safetensors``  weights and arrays (loaded safely: no pickle involved),
 - ``results.json``         curves, tables, samples: anything JSON can hold,
-- ``manifest.json``        how it was made: the config, a hash of the code that made it,
+- ``manifest.json``        how it was made: the config, a key of the code that made it,
                            library versions, hardware, wall time, metrics, and the
                            SHA-256 of the two files above.
 
 ``load_cache`` refuses an entry whose files do not match their recorded SHA-256
 (``CorruptCacheError``) or whose code or config changed since it was made
 (``StaleCacheError``); both messages say how to regenerate it.
+
+The code key covers what the code *does*, not how it is written up: each Python source
+is parsed and its syntax tree, without comments, docstrings or other bare string
+statements, is hashed. Editing a comment or a docstring keeps a cache valid; changing a
+statement, a default, a constant or a name makes it stale. (Manifests written before
+this key, marked by the absence of ``code_hash_kind``, are checked with the old key, a
+hash of the files' bytes; ``python -m helpers.cache rekey NAME`` moves such an entry to
+the new key after checking that the old one still matches.)
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import hashlib
 import inspect
 import json
@@ -22,6 +32,7 @@ import os
 import platform
 import sys
 import time
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from types import FunctionType, ModuleType
@@ -37,6 +48,8 @@ CACHE_DIR = repo_path("cache")
 TENSORS_FILE = "tensors.safetensors"
 RESULTS_FILE = "results.json"
 MANIFEST_FILE = "manifest.json"
+#: ``manifest["code_hash_kind"]`` of a key computed by ``code_hash`` (absent: the old byte hash).
+CODE_HASH_KIND = "python-ast-v1"
 
 
 class CacheError(RuntimeError):
@@ -64,34 +77,85 @@ class CachedResult:
     manifest: dict[str, Any]
 
 
-def _source_of(item: Any) -> tuple[str, str]:
-    """(label, source text) of a code item: a path, a module, a function or a class."""
+def _source_of(item: Any) -> tuple[str, str, bool]:
+    """(label, source text, is Python) of a code item: a path, a module, a function or a class."""
     if isinstance(item, (str, Path)):
         path = Path(item)
         path = path if path.is_absolute() else REPO_ROOT / path
         if not path.is_file():
             raise ValueError(f"code file {item!s} does not exist (paths are relative to the repo root)")
         label = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
-        return label, path.read_text(encoding="utf-8")
+        return label, path.read_text(encoding="utf-8"), path.suffix == ".py"
     if isinstance(item, ModuleType):
         return _source_of(Path(inspect.getfile(item)))
     if isinstance(item, (FunctionType, type)):
-        return f"{item.__module__}.{item.__qualname__}", inspect.getsource(item)
+        return f"{item.__module__}.{item.__qualname__}", inspect.getsource(item), True
     raise TypeError(
         f"code items must be file paths, modules, functions or classes, got {type(item).__name__}"
     )
 
 
-def code_hash(code: Iterable[Any], config: dict[str, Any]) -> str:
-    """SHA-256 over the source of every item of ``code`` and the JSON of ``config``.
+def normalised_source(text: str, label: str = "<source>") -> str:
+    """The syntax tree of Python ``text`` as a string, without comments and docstrings.
 
-    Any edit to that code or any change of config gives a different hash.
+    Two sources that differ only in comments, docstrings, bare string statements,
+    blank lines or line breaks give the same string; any other edit gives a different one.
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError as err:
+        raise ValueError(f"{label} is not valid Python ({err}); the code key parses it") from None
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        kept = [stmt for stmt in body
+                if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                        and isinstance(stmt.value.value, str))]
+        node.body = kept or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=True, include_attributes=False)
+
+
+def code_hash(code: Iterable[Any], config: dict[str, Any]) -> str:
+    """SHA-256 over what every item of ``code`` does and the JSON of ``config``.
+
+    A Python item (module, function, class, ``.py`` path) counts through
+    ``normalised_source``: comment and docstring edits keep the hash, code edits change
+    it. Any other file counts byte for byte. Any change of ``config`` changes the hash.
     """
     digest = hashlib.sha256()
-    for label, text in sorted(_source_of(item) for item in code):
+    for label, text, is_python in sorted(_source_of(item) for item in code):
+        if is_python:
+            text = normalised_source(text, label)
         digest.update(label.encode() + b"\0" + text.encode() + b"\0")
     digest.update(json.dumps(config, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+def file_bytes_hash(code: Iterable[Any], config: dict[str, Any]) -> str:
+    """The old code key: SHA-256 over the full text of every item and the config.
+
+    Kept only to check manifests written before ``CODE_HASH_KIND`` (any edit, even a
+    comment, changes it).
+    """
+    digest = hashlib.sha256()
+    for label, text, _ in sorted(_source_of(item) for item in code):
+        digest.update(label.encode() + b"\0" + text.encode() + b"\0")
+    digest.update(json.dumps(config, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _recorded_key(manifest: dict[str, Any], code: list, config: dict[str, Any]) -> str:
+    """The current key of ``code``/``config``, computed the way ``manifest``'s key was."""
+    kind = manifest.get("code_hash_kind")
+    if kind is None:
+        return file_bytes_hash(code, config)
+    if kind != CODE_HASH_KIND:
+        raise CorruptCacheError(
+            f"cache/{manifest.get('name', '?')} has code_hash_kind {kind!r}; this helpers.cache "
+            f"knows {CODE_HASH_KIND!r} only (update the helpers package)"
+        )
+    return code_hash(code, config)
 
 
 def environment() -> dict[str, Any]:
@@ -148,8 +212,9 @@ def save_cache(
         "name": name,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "config": config,
-        "code": [label for label, _ in sorted(_source_of(item) for item in code)],
+        "code": [label for label, _, _ in sorted(_source_of(item) for item in code)],
         "code_hash": code_hash(code, config),
+        "code_hash_kind": CODE_HASH_KIND,
         **environment(),
         "wall_time_s": round(float(wall_time_s), 3),
         "metrics": metrics or {},
@@ -196,13 +261,17 @@ def verify_cache(
                 f"cache/{name}/{fname} does not match the SHA-256 in its manifest (corrupt or "
                 f"edited by hand). Restore it with `git checkout -- cache/{name}`, or regenerate: {hint}"
             )
-    current = code_hash(code, config)
+    current = _recorded_key(manifest, list(code), config)
     if current != manifest.get("code_hash"):
         raise StaleCacheError(
             f"cache/{name} was produced by different code or config than the current one "
             f"(code hash {manifest.get('code_hash', '?')[:12]} recorded, {current[:12]} now; "
             f"code: {', '.join(manifest.get('code', []))}). The cached results no longer match "
             f"the code shown. Regenerate it: {hint}"
+            + ("" if manifest.get("code_hash_kind") else
+               f" (This manifest predates the syntax-tree key, so even a comment edit makes it "
+               f"stale: if only comments or docstrings changed, restore the files, run "
+               f"`python -m helpers.cache rekey {name}`, then redo the edit.)")
         )
     return manifest
 
@@ -222,3 +291,55 @@ def load_cache(
             f"cache/{name} cannot be read ({err}); {_regenerate_hint(manifest, name)}"
         ) from err
     return CachedResult(tensors=tensors, results=results, manifest=manifest)
+
+
+def rekey(name: str, *, regenerate: str | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Move entry ``name`` from the old byte key to ``CODE_HASH_KIND``; returns the new manifest.
+
+    Refuses unless the entry is intact and its old key still matches the files its
+    manifest lists, i.e. unless the current code is byte for byte the code that produced
+    it. The old key is kept in the manifest as ``code_hash_file_bytes``. ``regenerate``,
+    if given, replaces the command that error messages quote.
+    """
+    manifest = read_manifest(name, cache_dir)
+    if manifest.get("code_hash_kind"):
+        raise ValueError(f"cache/{name} already has a {manifest['code_hash_kind']} key; nothing to do")
+    code = manifest.get("code", [])
+    for label in code:
+        if not (REPO_ROOT / label).is_file():
+            raise ValueError(f"cache/{name} lists {label!r}, not a file of the repository: rekey needs paths")
+    verify_cache(name, code=code, config=manifest["config"], cache_dir=cache_dir)  # old key, files intact
+    manifest["code_hash_file_bytes"] = manifest["code_hash"]
+    manifest["code_hash"] = code_hash(code, manifest["config"])
+    manifest["code_hash_kind"] = CODE_HASH_KIND
+    if regenerate:
+        manifest["regenerate"] = regenerate
+    path = Path(cache_dir or CACHE_DIR) / name / MANIFEST_FILE
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.cache", description="Check or re-key cache entries.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="verify entries against the code their manifests list")
+    check.add_argument("names", nargs="*", help="entry names (default: every entry in cache/)")
+    move = sub.add_parser("rekey", help="move an entry from the old byte key to the syntax-tree key")
+    move.add_argument("name")
+    move.add_argument("--regenerate", help="the command that regenerates the entry, quoted in errors")
+    args = parser.parse_args(argv)
+    if args.command == "rekey":
+        manifest = rekey(args.name, regenerate=args.regenerate)
+        print(f"cache/{args.name}: code_hash {manifest['code_hash_file_bytes'][:12]} (file bytes) -> "
+              f"{manifest['code_hash'][:12]} ({CODE_HASH_KIND})")
+        return 0
+    names = args.names or sorted(p.parent.name for p in CACHE_DIR.glob(f"*/{MANIFEST_FILE}"))
+    for entry in names:
+        manifest = read_manifest(entry)
+        verify_cache(entry, code=manifest["code"], config=manifest["config"])
+        print(f"cache/{entry}: intact and fresh ({manifest.get('code_hash_kind', 'file bytes')} key)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,8 @@
 """The cache: round trip, and refusal of stale, corrupt and missing entries."""
 
+import importlib
 import json
+import re
 
 import pytest
 import torch
@@ -94,6 +96,141 @@ def test_code_hash_covers_functions_and_is_order_free():
     assert cache.code_hash([cache.save_cache], {"a": 1}) != cache.code_hash([cache.load_cache], {"a": 1})
 
 
+MODULE = '''"""A producer module."""
+
+import math
+
+SCALE = 2.0  # the scale
+
+
+def train(steps: int = 10) -> float:
+    """Train for ``steps`` steps."""
+    # a comment inside the body
+    return math.sqrt(steps) * SCALE
+'''
+
+EDITS_THAT_KEEP = {
+    "comment": MODULE.replace("# the scale", "# the scale, chosen by hand") + "\n# trailing comment\n",
+    "docstring": MODULE.replace("Train for ``steps`` steps.", "Train.\n\n    Longer text.\n    "),
+    "blank lines and wrapping": MODULE.replace("\n\n\ndef", "\n\ndef").replace(
+        "def train(steps: int = 10) -> float:", "def train(\n    steps: int = 10,\n) -> float:"),
+    "bare string statement": MODULE.replace("    # a comment", "    'a note'\n    # a comment"),
+}
+EDITS_THAT_BREAK = {
+    "constant": MODULE.replace("SCALE = 2.0", "SCALE = 2.5"),
+    "default argument": MODULE.replace("steps: int = 10", "steps: int = 11"),
+    "operator": MODULE.replace("math.sqrt(steps) * SCALE", "math.sqrt(steps) / SCALE"),
+    "new statement": MODULE + "\nSCALE = 3.0\n",
+    "string used by the code": MODULE.replace("import math", "import math\nNAME = 'a'"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS_THAT_KEEP))
+def test_comment_and_docstring_edits_keep_the_cache(tmp_path, edit):
+    code = _code_file(tmp_path, MODULE)
+    folder = _save(tmp_path, code)
+    code.write_text(EDITS_THAT_KEEP[edit])
+    assert code.read_text() != MODULE
+    loaded = cache.load_cache("demo", code=[code], config={"lr": 0.1, "steps": 10}, cache_dir=folder.parent)
+    assert loaded.manifest["code_hash_kind"] == cache.CODE_HASH_KIND
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS_THAT_BREAK))
+def test_code_edits_make_the_cache_stale(tmp_path, edit):
+    code = _code_file(tmp_path, MODULE)
+    folder = _save(tmp_path, code)
+    code.write_text(EDITS_THAT_BREAK[edit])
+    with pytest.raises(cache.StaleCacheError, match="different code or config"):
+        cache.load_cache("demo", code=[code], config={"lr": 0.1, "steps": 10}, cache_dir=folder.parent)
+
+
+def test_functions_are_keyed_by_their_code_not_their_docstring():
+    def f(x):
+        """One docstring."""
+        return x + 1  # one comment
+
+    def g(x):
+        """Another docstring, longer."""
+        # another comment
+        return x + 1
+
+    def h(x):
+        """One docstring."""
+        return x + 2  # one comment
+
+    def key(fn):  # the tree of the function's source, its own name blanked
+        return re.sub(r"name='\w+'", "name=''", cache.normalised_source(cache.inspect.getsource(fn)), count=1)
+
+    assert key(f) == key(g) and key(f) != key(h)
+
+
+def test_code_that_does_not_parse_is_named(tmp_path):
+    code = _code_file(tmp_path, "def broken(:\n")
+    with pytest.raises(ValueError, match="producer.py is not valid Python"):
+        cache.code_hash([code], {})
+
+
+def _committed_sources():
+    return [pytest.param(label, id=f"{path.parent.name}:{label}")
+            for path in sorted(cache.CACHE_DIR.glob("*/manifest.json"))
+            for label in json.loads(path.read_text())["code"]]
+
+
+@pytest.mark.parametrize("label", _committed_sources())
+def test_real_modules_survive_comments_and_not_code_edits(label):
+    """On the modules the committed caches list: a comment or docstring edit keeps the key."""
+    text = (cache.REPO_ROOT / label).read_text()
+    key = cache.normalised_source(text)
+    assert '"""' in text and "#" in text
+    commented = text.replace('"""', '"""Edited docstring. ', 1) + "\n# a comment appended by the test\n"
+    assert cache.normalised_source(commented) == key
+    first_def = re.search(r"^def (\w+)\(", text, flags=re.M).group(1)
+    renamed = re.sub(rf"^def {first_def}\(", f"def {first_def}_renamed(", text, count=1, flags=re.M)
+    assert cache.normalised_source(renamed) != key
+    assert cache.normalised_source(text + "\nCACHE_NAME = 'other'\n") != key
+
+
+def _legacy_entry(tmp_path, body=MODULE):
+    """An entry written with the old byte key (no code_hash_kind), as before python-ast-v1."""
+    code = _code_file(tmp_path, body)
+    folder = _save(tmp_path, code)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["code_hash_kind"]
+    manifest["code_hash"] = cache.file_bytes_hash([code], manifest["config"])
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return code, folder
+
+
+def test_legacy_entries_keep_the_byte_key_until_rekeyed(tmp_path):
+    code, folder = _legacy_entry(tmp_path)
+    config = {"lr": 0.1, "steps": 10}
+    cache.verify_cache("demo", code=[code], config=config, cache_dir=folder.parent)
+    code.write_text(MODULE + "# a comment\n")
+    with pytest.raises(cache.StaleCacheError, match="python -m helpers.cache rekey demo"):
+        cache.verify_cache("demo", code=[code], config=config, cache_dir=folder.parent)
+    with pytest.raises(cache.StaleCacheError):  # rekey refuses code that is not the producing code
+        cache.rekey("demo", cache_dir=folder.parent)
+    code.write_text(MODULE)
+    manifest = cache.rekey("demo", regenerate="tools/book.py --only demo --heavy", cache_dir=folder.parent)
+    assert manifest["code_hash_kind"] == cache.CODE_HASH_KIND
+    assert manifest["code_hash_file_bytes"] == cache.file_bytes_hash([code], config)
+    code.write_text(MODULE + "# a comment\n")  # now a comment is harmless
+    assert cache.verify_cache("demo", code=[code], config=config, cache_dir=folder.parent)["regenerate"] \
+        == "tools/book.py --only demo --heavy"
+    with pytest.raises(ValueError, match="already has a python-ast-v1 key"):
+        cache.rekey("demo", cache_dir=folder.parent)
+
+
+def test_unknown_key_kind_is_refused(tmp_path):
+    code = _code_file(tmp_path, MODULE)
+    folder = _save(tmp_path, code)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["code_hash_kind"] = "python-ast-v9"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(cache.CorruptCacheError, match="knows 'python-ast-v1' only"):
+        cache.verify_cache("demo", code=[code], config=manifest["config"], cache_dir=folder.parent)
+
+
 COMMITTED = sorted(p.parent.name for p in cache.CACHE_DIR.glob("*/manifest.json"))
 
 
@@ -114,6 +251,24 @@ def test_committed_cache_entries_are_fresh_and_intact(name):
     (a changed HEAVY_RUN or training code makes the entry stale, and this fails)."""
     code, config = _current(name)
     cache.verify_cache(name, code=code, config=config)
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_committed_entries_name_the_one_notebook_that_regenerates_them(name):
+    """The hint is `tools/book.py --only <section> --heavy`, and that runs the right notebook only."""
+    from tools import book
+
+    manifest = cache.read_manifest(name)
+    assert manifest["code_hash_kind"] == cache.CODE_HASH_KIND
+    match = re.fullmatch(r"\.venv/bin/python tools/book\.py --only (\S+) --heavy", manifest["regenerate"])
+    assert match, manifest["regenerate"]
+    notebooks = [p for p in book.source_notebooks() if match.group(1) in p.name]
+    assert len(notebooks) == 1, notebooks
+    producers = set(re.findall(r"(\w+)\.train_and_cache\(", notebooks[0].read_text()))
+    assert [importlib.import_module(f"helpers.{m}").CACHE_NAME for m in producers] == [name]
+    with pytest.raises(cache.StaleCacheError) as err:
+        cache.verify_cache(name, code=manifest["code"], config={**manifest["config"], "changed": True})
+    assert manifest["regenerate"] in str(err.value) and "make book" not in str(err.value)
 
 
 def test_cache_folder_is_lean():

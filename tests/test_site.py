@@ -15,7 +15,6 @@ import yaml
 
 from conftest import ROOT, SITE
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
@@ -53,12 +52,15 @@ def site_url():
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} not found: install it (`apt-get install -y chromium`); .ci/run does")
     from playwright.sync_api import sync_playwright
 
+    from tools.browser import find_chromium, missing_message
+
+    chromium = find_chromium()  # `make test` installs one first (tools/browser.py)
+    if chromium is None:
+        pytest.fail(missing_message())
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield b
         b.close()
 

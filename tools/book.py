@@ -27,6 +27,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `tools` importable
+from tools import version  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 BUILD = ROOT / "_build"
@@ -79,6 +82,43 @@ def _failed_cell(src: Path, dst: Path) -> str:
     return f"cell {index} `{first[:80]}`"
 
 
+def _kernel_manager_class():
+    """The kernel manager the build uses: IPC sockets, and no interrupt at shutdown.
+
+    - IPC transport (Unix sockets in Jupyter's runtime folder) instead of TCP on localhost:
+      no port for two kernels to race for, and no "Kernel is running over TCP without
+      encryption" warning from every kernel (the kernel is reachable only through a file).
+      Windows has no IPC transport, so there the default TCP stays.
+    - jupyter_client's shutdown first sends the kernel SIGINT, then the shutdown request. A
+      kernel still finishing its last message handler (likely on a loaded machine) logs
+      ``ERROR | KeyboardInterrupt caught in kernel`` for it, a traceback-like line after a
+      successful run. The build shuts kernels down only after the last cell has replied, so
+      it skips that interrupt; interrupts at any other time are unchanged.
+    """
+    import tempfile
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum, default
+
+    class BookKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc" if os.name == "posix" else "tcp",
+                                    config=True)
+
+        @default("ip")
+        def _ip_default(self):  # jupyter_client's default for IPC, "kernel-ipc" in the cwd, is shared
+            if self.transport == "ipc":
+                return os.path.join(tempfile.gettempdir(), f"book-kernel-{uuid.uuid4().hex[:12]}-ipc")
+            return "127.0.0.1"
+
+        async def _async_interrupt_kernel(self) -> None:
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
+    return BookKernelManager
+
+
 def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -> float:
     """Execute ``src`` with papermill into ``dst``; returns the wall time in seconds.
 
@@ -99,6 +139,7 @@ def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -
         pm.execute_notebook(
             str(src), str(dst), parameters=parameters, cwd=str(src.parent),
             kernel_name="python3", progress_bar=False, log_output=False,
+            kernel_manager_class=_kernel_manager_class(),
         )
     except pm.PapermillExecutionError as err:
         raise NotebookFailed(
@@ -138,7 +179,7 @@ def _execute_one(src: str, parameters: dict, threads: int, force: bool) -> Execu
     except NotebookFailed:
         raise
     except Exception as err:  # the kernel itself failed (e.g. two kernels raced for a port): retry once
-        print(f"retry   {src_path.name}: kernel failure ({type(err).__name__}: {err})", flush=True)
+        print(f"        retry {src_path.stem}: kernel failure ({type(err).__name__}: {err})", flush=True)
         seconds = execute_notebook(src_path, dst, parameters, threads)
     return Executed(src_path.name, seconds, False)
 
@@ -151,20 +192,24 @@ def execute_all(heavy: bool, force: bool, only: str | None, jobs: int) -> list[E
     parameters = {"HEAVY_EVAL": heavy}
     threads = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(notebooks))))
     done, failures = [], []
+    width = len(str(len(notebooks)))
+    print(f"executing {len(notebooks)} notebooks, {jobs} at a time, {threads} thread(s) each"
+          f"{' (HEAVY_EVAL=True)' if heavy else ''}", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(_execute_one, str(p), parameters, threads, force): p for p in notebooks}
-        for future in as_completed(futures):
+        for count, future in enumerate(as_completed(futures), start=1):
+            prefix = f"[{count:>{width}}/{len(notebooks)}]"
             try:
                 result = future.result()
             except NotebookFailed as err:
                 failures.append(str(err))
-                print(f"FAILED  {err}", flush=True)
+                print(f"{prefix} FAILED  {err}", flush=True)
                 continue
             done.append(result)
             state = "cached " if result.skipped else "ran    "
-            print(f"{state} {result.notebook:<50} {result.seconds:7.1f} s", flush=True)
+            print(f"{prefix} {state} {Path(result.notebook).stem:<48} {result.seconds:6.1f} s", flush=True)
     if failures:
-        raise NotebookFailed("notebook execution failed:\n  " + "\n  ".join(failures))
+        raise NotebookFailed(f"{len(failures)} of {len(notebooks)} notebooks failed:\n  " + "\n  ".join(failures))
     return sorted(done, key=lambda r: r.notebook)
 
 
@@ -248,13 +293,26 @@ def _editions():
     return tools.colab
 
 
-def render(stage: Path = STAGE) -> None:
-    """Render ``stage`` (``_build/executed``) to ``_build/html`` with Jupyter Book; warnings are errors."""
+def render(stage: Path = STAGE) -> float:
+    """Render ``stage`` (default ``_build/executed``) to ``_build/html`` with Jupyter Book; warnings are errors.
+
+    Sphinx's progress goes to ``_build/render.log``; on failure its warnings and errors are
+    printed. Returns the wall time in seconds.
+    """
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(stage), "--path-output", str(ROOT), "-W", "-n", "--keep-going", "--all"]
-    result = subprocess.run(cmd, cwd=ROOT)
+    log = BUILD / "render.log"
+    print("rendering the site with Jupyter Book ...", flush=True)
+    start = time.perf_counter()
+    env = {**os.environ, version.ENV_VAR: version.book_version(ROOT)}
+    with log.open("w") as out:
+        result = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     if result.returncode != 0:
-        raise SystemExit(f"Jupyter Book failed (exit {result.returncode}); see the warnings above.")
+        lines = log.read_text(errors="replace").splitlines()
+        problems = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
+        print("\n".join(problems[-40:] or lines[-40:]), file=sys.stderr)
+        raise SystemExit(f"Jupyter Book failed (exit {result.returncode}); the full log is {log}")
+    return time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     executed_s = time.perf_counter() - start
     stage_sources()
     if not args.no_render:
-        render(stage_without_solutions() if args.solutions == "hidden" else STAGE)
+        seconds = render(stage_without_solutions() if args.solutions == "hidden" else STAGE)
+        print(f"rendered the site in {seconds:.1f} s", flush=True)
         write_editions()
     total = time.perf_counter() - start
     ran = sum(not r.skipped for r in executed)
