@@ -134,6 +134,9 @@ def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -
     saved = {k: os.environ.get(k) for k in kernel_env}
     os.environ.update(kernel_env)  # the kernel inherits this process's environment
     dst.parent.mkdir(parents=True, exist_ok=True)
+    # hash the inputs before running: a source edited while the kernel runs must not be
+    # recorded as the one that produced these outputs
+    inputs = input_hash(src, parameters)
     start = time.perf_counter()
     try:
         pm.execute_notebook(
@@ -159,7 +162,7 @@ def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
     nb.metadata["book"] = {
-        "input_hash": input_hash(src, parameters),
+        "input_hash": inputs,
         "exec_seconds": round(seconds, 2),
         "parameters": parameters,
     }
