@@ -487,7 +487,7 @@ def block_pre_post_norm() -> Diagram:
 
 
 def sequential_depth(steps: int = 6) -> Diagram:
-    """§14.55: a recurrent layer needs T dependent steps; one attention layer connects all positions at once."""
+    """§14.55: a GRU needs T dependent steps; one causal attention layer connects every allowed pair at once."""
     _positive_int("steps", steps, 2)
     c = Canvas(2.0 * steps + 4.0, 8.6)
     for i in range(steps):
@@ -502,11 +502,11 @@ def sequential_depth(steps: int = 6) -> Diagram:
     for i in range(steps):
         x = 2.8 + 2.0 * i
         c.box(x, 3.4, rf"$\mathbf{{y}}_{{{i + 1}}}$", w=1.0, h=0.7, tone="attn")
-        for j in range(steps):
-            c.line([2.8 + 2.0 * j, x], [1.35, 3.05], tone="attn", lw=0.5, alpha=0.55)
+        for j in range(i + 1):  # causal: position i reads positions 1..i
+            c.line([2.8 + 2.0 * j, x], [1.35, 3.05], tone="attn", lw=0.6, alpha=0.6)
         c.box(x, 1.0, rf"$\mathbf{{x}}_{{{i + 1}}}$", w=1.0, h=0.7, tone="io")
-    c.text(1.0, 2.3, "attention", size=FONT, ha="center")
-    c.text(c.ax.get_xlim()[1] / 2 + 0.5, 4.5, "all pairs in one parallel step: depth $O(1)$", size=FONT - 1)
+    c.text(1.0, 2.3, "causal\nattention", size=FONT, ha="center")
+    c.text(c.ax.get_xlim()[1] / 2 + 0.5, 4.5, "every allowed pair in one parallel step: depth $O(1)$", size=FONT - 1)
     return c.done()
 
 
