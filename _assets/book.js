@@ -1,0 +1,54 @@
+// plotly figures follow the theme: light or dark text, grid and background.
+(function () {
+  "use strict";
+  var LIGHT = { ink: "#2a3f5f", grid: "#EBF0F8", zero: "#EBF0F8", scene: "#FFFFFF", sceneGrid: "#DFE8F3" };
+  var DARK = { ink: "#E3E3E3", grid: "#3A3F44", zero: "#555B61", scene: "#1E2125", sceneGrid: "#4A5056" };
+
+  function isDark() {
+    return document.documentElement.getAttribute("data-theme") === "dark";
+  }
+
+  function restyle() {
+    if (!window.Plotly) return;
+    var c = isDark() ? DARK : LIGHT;
+    document.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+      if (!div.layout) return;
+      var update = {
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "font.color": c.ink,
+        "title.font.color": c.ink,
+        "legend.font.color": c.ink
+      };
+      Object.keys(div.layout).forEach(function (key) {
+        if (/^[xy]axis\d*$/.test(key)) {
+          update[key + ".gridcolor"] = c.grid;
+          update[key + ".zerolinecolor"] = c.zero;
+          update[key + ".color"] = c.ink;
+        } else if (/^scene\d*$/.test(key)) {
+          ["xaxis", "yaxis", "zaxis"].forEach(function (ax) {
+            update[key + "." + ax + ".backgroundcolor"] = c.scene;
+            update[key + "." + ax + ".gridcolor"] = c.sceneGrid;
+            update[key + "." + ax + ".color"] = c.ink;
+          });
+        }
+      });
+      (div.layout.annotations || []).forEach(function (_, i) {
+        update["annotations[" + i + "].font.color"] = c.ink;
+      });
+      window.Plotly.relayout(div, update);
+    });
+  }
+
+  function start() {
+    restyle();
+    new MutationObserver(restyle).observe(document.documentElement,
+      { attributes: true, attributeFilter: ["data-theme"] });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
