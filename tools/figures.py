@@ -218,7 +218,7 @@ PLOTS = [
      "Two line charts stacked. Top: the original hourly series rises and falls in a clear daily rhythm over the "
      "week. Bottom: the same values in a random order look like noise. The values are identical as a set; the "
      "pattern lived in their order.", "colon"),
-    ("14_45", "cell-019", "fig-acf-shuffled", "Autocorrelation of M4 Hourly H1 and of its shuffled copy, lags up to three days.",
+    ("14_45", "cell-019", "fig-acf-shuffled", "Autocorrelation of M4 Hourly H1 and of its shuffled copy, by lag in hours.",
      "Line chart of autocorrelation against lag in hours. The original series starts near one, dips and returns "
      "to peaks at 24, 48 and 72 hours (dotted lines). The shuffled series stays near zero at every lag: "
      "shuffling erased the dependence between time points.",
@@ -236,7 +236,7 @@ PLOTS = [
      "shuffled: the same values fill a shapeless cloud. Order is structure.",
      ("cell-034", "Rotate both.", "Rotate both ({numref}`fig-delay-embedding`).")),
     ("14_46", "cell-020", "fig-gradient-by-lag",
-     "Gradient norm by lag for four spectral radii, linear recurrence (left) and tanh (right), geometric mean "
+     "Gradient norm by lag for several spectral radii, linear recurrence (left) and tanh (right), geometric mean "
      "over random matrices.",
      "Two panels of log-scale line charts, gradient norm against lag. In the linear panel, lines for spectral "
      "radius below one fall steadily and lines above one climb: the gradient shrinks or grows geometrically. "
@@ -347,9 +347,10 @@ PLOTS = [
      "grows with distance below the diagonal; the first heads' penalties grow steeply, the last heads' only "
      "gently, so different heads look at different ranges.", None),
     ("14_53", "cell-028", "fig-train-short-test-long",
-     "Validation cross-entropy by position for models trained on windows of 32 characters and evaluated on 128.",
+     "Validation cross-entropy by position in the window, for models evaluated on windows longer than those they "
+     "were trained on.",
      "Line chart of cross-entropy against position in the window, one line per position scheme. Within the "
-     "first 32 positions the lines are close; beyond the training length some schemes' losses climb while "
+     "trained length the lines are close; beyond the training length some schemes' losses climb while "
      "others stay flat. Extrapolation beyond the trained length separates the schemes.", None),
     ("14_54", "cell-022", "fig-prenorm-postnorm-gradients",
      "Gradient norm of each block's parameters in a freshly initialised stack, pre-norm and post-norm.",
@@ -408,7 +409,7 @@ PLOTS = [
      "ahead at each time budget.", None),
     ("14_60", "cell-018", "fig-sampling-rules",
      "One next-character distribution reshaped by four sampling rules; grey: the model's probabilities.",
-     "Four panels of bar charts over the model's twenty most probable next characters. Grey bars give the "
+     "Four panels of bar charts over the model's most probable next characters. Grey bars give the "
      "model's probabilities; coloured bars give each rule's: temperature sharpens or flattens them, top-k and "
      "top-p cut the tail to zero, greedy puts everything on the favourite.", None),
     ("14_60", "cell-033", "fig-diversity-likelihood",
@@ -447,8 +448,8 @@ PLOTS = [
      "origin, followed by the scored horizon; the origins step forward by one horizon and the test window "
      "comes last.", None),
     ("14_62", "cell-016", "fig-recursive-vs-direct",
-     "Scaled absolute error by step ahead for the recursive and the direct strategy, over all series and three "
-     "origins.",
+     "Scaled absolute error by step ahead for the recursive and the direct strategy, over all series and the "
+     "inner origins.",
      "Line chart of scaled absolute error against hours ahead for the two strategies. Both start equally well; "
      "the recursive strategy's error grows faster towards the end of the horizon because it feeds on its own "
      "forecasts.", None),
