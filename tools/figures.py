@@ -211,6 +211,8 @@ DIAGRAMS = [
 # ---------------------------------------------------------------------------------------------
 # Plots: (section, cell id, name, caption, alt, reference) where reference is
 #   "colon"            -> insert " ({numref}`name`)" before the final colon of the markdown cell just above
+#   "auto"             -> the same for the nearest markdown cell above if it ends with a colon, else append
+#                         " See {numref}`name`." to it
 #   (cell, old, new)   -> that replacement in a markdown cell
 # ---------------------------------------------------------------------------------------------
 PLOTS = [
@@ -229,7 +231,7 @@ PLOTS = [
      "text (both axes logarithmic).",
      "Log-log line chart of mutual information in bits against distance in characters. The text's curve starts "
      "high at distance one and decays steadily but stays above the flat floor of the shuffled text far beyond "
-     "the dotted mean line length: characters remain informative about each other over long distances.", None),
+     "the dotted mean line length: characters remain informative about each other over long distances.", "auto"),
     ("14_45", "cell-035", "fig-delay-embedding",
      "Delay embedding $(y_t, y_{t+6}, y_{t+12})$ of M4 Hourly H1 in its original order and shuffled (interactive).",
      "Two rotatable 3-D scatter plots. Left, original order: the points trace a loop, the daily cycle. Right, "
@@ -241,50 +243,50 @@ PLOTS = [
      "Two panels of log-scale line charts, gradient norm against lag. In the linear panel, lines for spectral "
      "radius below one fall steadily and lines above one climb: the gradient shrinks or grows geometrically. "
      "In the tanh panel every line falls, even for radius above one: the saturating nonlinearity only adds to "
-     "the vanishing.", ("cell-019", None, None)),
+     "the vanishing.", "auto"),
     ("14_47", "cell-012", "fig-reach-by-cell", "Input gradient by lag at initialisation for an RNN, a GRU, and an LSTM with torch's "
      "default and with forget bias 1.",
      "Log-scale line chart of input-gradient magnitude against lag. The RNN falls fastest, the default LSTM is "
      "only slightly better, the GRU is higher, and the LSTM with forget bias 1 stays orders of magnitude above "
-     "the RNN at long lags: the additive cell path, opened by the bias, carries the gradient back.", None),
+     "the RNN at long lags: the additive cell path, opened by the bias, carries the gradient back.", "auto"),
     ("14_47", "cell-017", "fig-reach-surface",
      "Log input gradient over lag and hidden width, LSTM with forget bias 1 (blue) and RNN (orange) (interactive).",
      "A rotatable 3-D plot of two surfaces over lag and hidden width. The orange RNN surface slopes down along "
      "the lag axis at the same rate for every width; the blue LSTM surface stays far above it everywhere. "
-     "Widening the network does not rescue the RNN.", None),
+     "Widening the network does not rescue the RNN.", ("cell-016", "Rotate the figure and look along the lag axis.", "Rotate {numref}`fig-reach-surface` and look along the lag axis.")),
     ("14_48", "cell-009", "fig-copy-by-length",
      "Teacher-forced token accuracy of the copy model on new sequences, by source length; dashed line: chance.",
      "Line chart with points: token accuracy against sequence length on a log axis. Accuracy falls with every "
      "doubling of the length, staying above the dashed chance line: the same-sized fixed context cannot carry "
-     "longer sources.", None),
+     "longer sources.", "auto"),
     ("14_48", "cell-014", "fig-context-sensitivity",
      "How much the context $\\mathbf c$ moves when source token $j$ is replaced, for an untrained and a trained "
      "encoder (log scale).",
      "Log-scale line chart of the change in c against source position. The untrained encoder's curve rises "
      "steeply towards the last position: early tokens barely reach c. The trained encoder's curve is much "
-     "flatter, with early positions protected.", None),
+     "flatter, with early positions protected.", "auto"),
     ("14_48", "cell-018", "fig-copy-by-position",
      "Per-position accuracy of each copy model, position scaled to (0, 1); dashed line: chance.",
      "Line chart of token accuracy against relative position in the output, one line per sequence length. "
-     "Accuracy is highest for the first tokens and falls along the output, lower for longer sequences.", None),
+     "Accuracy is highest for the first tokens and falls along the output, lower for longer sequences.", "auto"),
     ("14_48", "cell-022", "fig-reversal-by-source",
      "Accuracy for each source token on the reversal task, without attention; dashed line: chance.",
      "Line chart of accuracy against source position for the reversal task. The earliest source tokens, which "
-     "the decoder needs last, are recovered worst; accuracy rises towards the last source positions.", None),
+     "the decoder needs last, are recovered worst; accuracy rises towards the last source positions.", "auto"),
     ("14_49", "cell-013", "fig-reversal-training",
      "Training loss of the reversal model with additive attention; dashed line: $\\log V$, the loss of guessing.",
      "Log-scale line chart of cross-entropy per token against training step. The loss starts at the dashed "
-     "guessing level, log V, and falls steeply to near zero: the model learns to reverse.", None),
+     "guessing level, log V, and falls steeply to near zero: the model learns to reverse.", "auto"),
     ("14_49", "cell-017", "fig-learned-alignment",
      "Mean attention weights of the trained reversal model; circles mark the source token each step must output.",
      "Heatmap of attention weight, output step against source position. The weight lies on an anti-diagonal, "
      "one position to the right of the circles after the first step: the step attends to the encoder state "
-     "that has just read the token it must output.", None),
+     "that has just read the token it must output.", "auto"),
     ("14_49", "cell-024", "fig-attention-closes-bottleneck",
      "Copy accuracy by length for the same encoder–decoder with and without attention; dashed line: chance.",
      "Line chart with points: token accuracy against sequence length, two models. Without attention accuracy "
      "falls with length; with attention it stays near the top at every length. Same parameters, different "
-     "route from encoder to output.", None),
+     "route from encoder to output.", "auto"),
     ("14_50", "cell-015", "fig-logit-spread",
      "Standard deviation of $\\mathbf q\\cdot\\mathbf k$ for random unit-variance vectors, unscaled and divided "
      "by $\\sqrt{d_k}$; dashed line: $\\sqrt{d_k}$.",
@@ -296,13 +298,13 @@ PLOTS = [
      "without scaling.",
      "Three panels of line charts against key dimension on a log axis. With scaling all three measures stay "
      "flat. Without scaling the gradient factor and the entropy fall and the largest weight rises towards one "
-     "as d_k grows: the softmax saturates and stops passing gradient.", None),
+     "as d_k grows: the softmax saturates and stops passing gradient.", "auto"),
     ("14_50", "cell-025", "fig-entropy-surface",
      "Mean attention entropy over key dimension and divisor $\\tau$; orange: $\\tau = \\sqrt{d_k}$, dashed: "
      "$\\tau = 1$ (interactive).",
      "A rotatable 3-D surface of entropy over log key dimension and log divisor. It falls to zero for small "
      "divisors and rises to ln 32 for large ones. The orange line tau = sqrt(d_k) runs across at constant "
-     "height; the dashed unscaled line slides down the slope as d_k grows.", None),
+     "height; the dashed unscaled line slides down the slope as d_k grows.", "auto"),
     ("14_50", "cell-038", "fig-mask-before-softmax",
      "Causal attention weights when the mask is applied to the scores (left) and, wrongly, to the weights (right); "
      "row sums at the right.",
@@ -325,47 +327,47 @@ PLOTS = [
      "The sinusoidal positional encoding as a heatmap, positions down and embedding dimensions across.",
      "Heatmap of encoding values between -1 and 1, position on the vertical axis and dimension on the "
      "horizontal. Columns on the left oscillate rapidly with position; towards the right the frequency falls "
-     "and the columns change slowly. Every row is a distinct code.", None),
+     "and the columns change slowly. Every row is a distinct code.", "auto"),
     ("14_52", "cell-022", "fig-sinusoidal-surface",
      "The same encoding matrix as a surface over position and dimension (interactive).",
      "A rotatable 3-D surface of encoding value over position and dimension: dense ripples for the fast, "
-     "low-index dimensions and smooth ramps for the slow ones.", None),
+     "low-index dimensions and smooth ramps for the slow ones.", "auto"),
     ("14_52", "cell-028", "fig-offset-similarity",
      "Dot product of the encodings of two positions against their offset: closed form (line) and the mean of "
      "each diagonal of $PE\\,PE^\\top$ (points).",
      "Line chart with points: similarity against offset k. The points lie on the closed-form curve, which "
      "starts at its maximum d/2 at offset zero and falls with damped oscillations: the similarity depends only "
-     "on the offset.", None),
+     "on the offset.", "auto"),
     ("14_53", "cell-014", "fig-rope-offset-only",
      "Query–key scores against the offset for four absolute key positions, one panel per scheme.",
      "Panels of line charts, score against offset, with four lines for four absolute positions. In the RoPE "
      "panel the four lines coincide exactly: the score depends only on the offset. In the other panel the lines "
-     "differ with the absolute position.", None),
+     "differ with the absolute position.", "auto"),
     ("14_53", "cell-018", "fig-alibi-biases",
      "ALiBi's biases for each head: $-m(i-j)$ below the diagonal; grey: future keys, removed by the causal mask.",
      "A row of small heatmaps, one per head, query position against key position. Each shows a penalty that "
      "grows with distance below the diagonal; the first heads' penalties grow steeply, the last heads' only "
-     "gently, so different heads look at different ranges.", None),
+     "gently, so different heads look at different ranges.", "auto"),
     ("14_53", "cell-028", "fig-train-short-test-long",
      "Validation cross-entropy by position in the window, for models evaluated on windows longer than those they "
      "were trained on.",
      "Line chart of cross-entropy against position in the window, one line per position scheme. Within the "
      "trained length the lines are close; beyond the training length some schemes' losses climb while "
-     "others stay flat. Extrapolation beyond the trained length separates the schemes.", None),
+     "others stay flat. Extrapolation beyond the trained length separates the schemes.", "auto"),
     ("14_54", "cell-022", "fig-prenorm-postnorm-gradients",
      "Gradient norm of each block's parameters in a freshly initialised stack, pre-norm and post-norm.",
      "Log-scale chart of gradient norm against block index for the two variants. The pre-norm gradients shrink "
-     "towards the output; the post-norm gradients are distributed differently across depth.", None),
+     "towards the output; the post-norm gradients are distributed differently across depth.", "auto"),
     ("14_54", "cell-030", "fig-decoder-masks",
      "Attention weights of head 1 of a fresh decoder block: masked self-attention and cross-attention.",
      "Two heatmaps, query (decoder) position against key position. The self-attention panel is zero above the "
-     "diagonal, exactly; the cross-attention panel has weight on every source position for every query.", None),
+     "diagonal, exactly; the cross-attention panel has weight on every source position for every query.", "auto"),
     ("14_54", "cell-047", "fig-attention-flop-share",
      "Attention's share of a block's matrix-multiply FLOPs by sequence length, for several widths; dotted: "
      "$T = 6d$.",
      "Line chart of attention's share of FLOPs against sequence length on a log axis, one line per width. Each "
      "share rises from near zero towards one, crossing one half near T = 6d: short sequences are dominated by "
-     "the projections and the FFN, long ones by attention.", None),
+     "the projections and the FFN, long ones by attention.", "auto"),
     ("14_55", "cell-013", "fig-cost-map",
      "Where attention is cheaper than a GRU over the $(T, d)$ plane, one panel per measure; labels: cost of "
      "attention ÷ cost of the GRU; dashed line: $T = d$.",
@@ -378,99 +380,99 @@ PLOTS = [
      "cheaper.",
      "Three log-log panels of the attention-to-GRU cost ratio against T/d, one per measure. The ratios rise as "
      "the sequence grows longer than the model is wide, crossing the solid line where the GRU becomes cheaper.",
-     ("cell-014", None, None)),
+     "auto"),
     ("14_56", "cell-010", "fig-fused-attention-cost",
      "Time and peak memory of causal attention by sequence length: the naive formula, the fused kernel and a "
      "sliding window (both axes logarithmic).",
      "Panels of log-log line charts against sequence length, one per measure. The naive formula's memory grows "
      "with slope two, quadratically; the fused kernel and the sliding window grow linearly and stay far below "
-     "it at long sequences.", None),
+     "it at long sequences.", "auto"),
     ("14_56", "cell-026", "fig-sliding-window-change",
      "Change in the trained model's validation loss when full attention is replaced by a sliding window of width "
      "$w$.",
      "Chart of the loss change in nats against window width on a log axis. Narrow windows cost the most; the "
-     "change shrinks as the window widens and is zero when the window spans the whole context.", None),
+     "change shrinks as the window widens and is zero when the window spans the whole context.", "auto"),
     ("14_57", "cell-024", "fig-vocab-tradeoff",
      "Byte-level BPE on tiny Shakespeare by vocabulary size: characters per token on the validation split, and "
      "how often the average token occurs in training.",
      "Panels of line charts against vocabulary size on a log axis. Characters per token rise with the "
      "vocabulary but with diminishing returns; the average token's training count falls steadily. Larger "
-     "vocabularies give shorter sequences of rarer tokens.", None),
+     "vocabularies give shorter sequences of rarer tokens.", "auto"),
     ("14_58", "cell-028", "fig-ngram-orders",
      "Training and validation cross-entropy of smoothed n-gram models of tiny Shakespeare by order $n$.",
      "Line chart of cross-entropy in bits per character against n-gram order. The training curve falls with "
      "every order; the validation curves fall at first and then turn upwards: more context memorises the "
-     "training text and stops generalising.", None),
+     "training text and stops generalising.", "auto"),
     ("14_59", "cell-018", "fig-charlm-curves",
      "Validation loss of the Transformer and the LSTM against training time on the whole validation split; "
      "crosses: nanoGPT's CPU recipe at two budgets.",
      "Line chart of cross-entropy in nats per character against training seconds for two models, with cross "
      "markers for the nanoGPT recipe. Both curves fall steeply and then flatten; the lines show which model is "
-     "ahead at each time budget.", None),
+     "ahead at each time budget.", ("cell-022", "After {glue:text}`gpt_seconds:.0f` seconds", "{numref}`fig-charlm-curves` shows the learning curves. After {glue:text}`gpt_seconds:.0f` seconds")),
     ("14_60", "cell-018", "fig-sampling-rules",
      "One next-character distribution reshaped by four sampling rules; grey: the model's probabilities.",
      "Four panels of bar charts over the model's most probable next characters. Grey bars give the "
      "model's probabilities; coloured bars give each rule's: temperature sharpens or flattens them, top-k and "
-     "top-p cut the tail to zero, greedy puts everything on the favourite.", None),
+     "top-p cut the tail to zero, greedy puts everything on the favourite.", "auto"),
     ("14_60", "cell-033", "fig-diversity-likelihood",
      "Diversity (distinct 5-grams) against the model's log-likelihood for continuations sampled with each rule.",
      "Scatter chart with one point per decoding rule and setting, diversity on the horizontal axis and "
      "log-likelihood on the vertical. The points run from greedy, likely but repetitive, to high temperature, "
-     "diverse but improbable: diversity costs likelihood.", None),
+     "diverse but improbable: diversity costs likelihood.", "auto"),
     ("14_60", "cell-039", "fig-temperature-loss",
      "Validation cross-entropy of $\\mathrm{softmax}(z/T)$ against the temperature $T$; the dot marks the minimum.",
      "Line chart of validation loss against temperature. The curve is a shallow bowl with its minimum, marked "
-     "by a dot, close to T = 1; temperature reshapes the predictions but barely improves the model.", None),
+     "by a dot, close to T = 1; temperature reshapes the predictions but barely improves the model.", "auto"),
     ("14_61", "cell-006", "fig-family-masks",
      "The attention masks of the three families for the example string: what each query may see.",
      "Panels of grids, query position against key position, open cells shaded. The encoder-only mask is fully "
      "open; the causal mask opens the diagonal and below; the cross-attention mask is rectangular and fully "
-     "open, decoder queries against source keys.", None),
+     "open, decoder queries against source keys.", "auto"),
     ("14_61", "cell-022", "fig-family-training",
      "Training loss per predicted token of the three families on palindromes (log scale).",
      "Log-scale line chart of loss against training step, one line per family. All three fall; they measure "
      "different objectives, and the decoder-only curve levels off above zero because the random first half "
-     "cannot be predicted.", None),
+     "cannot be predicted.", "auto"),
     ("14_61", "cell-030", "fig-fill-gap",
      "Accuracy at filling one hidden token of a palindrome, by position; shaded: the random first half.",
      "Line chart of accuracy against the position of the hidden token for the bidirectional and causal models. "
      "In the shaded first half only the bidirectional model fills the gap; the causal model is at chance "
-     "there because the answer lies to the right.", None),
+     "there because the answer lies to the right.", "auto"),
     ("14_61", "cell-045", "fig-cross-attention-v",
      "Cross-attention of the trained encoder–decoder on one example, mean over heads.",
      "Heatmap of cross-attention weight, output step against source token. The weight runs down the diagonal "
      "while the word is copied forwards and back up it while it is copied in reverse, tracing a V; the last "
-     "step looks at the end-of-sequence token.", None),
+     "step looks at the end-of-sequence token.", "auto"),
     ("14_62", "cell-012", "fig-rolling-origins-h1",
      "Rolling-origin evaluation with an expanding window on M4 Hourly H1: the fitting history and the scored "
      "horizon at each origin.",
      "Chart of horizontal bars, one per origin. Each bar covers the history available for fitting up to its "
      "origin, followed by the scored horizon; the origins step forward by one horizon and the test window "
-     "comes last.", None),
+     "comes last.", "auto"),
     ("14_62", "cell-016", "fig-recursive-vs-direct",
      "Scaled absolute error by step ahead for the recursive and the direct strategy, over all series and the "
      "inner origins.",
      "Line chart of scaled absolute error against hours ahead for the two strategies. Both start equally well; "
      "the recursive strategy's error grows faster towards the end of the horizon because it feeds on its own "
-     "forecasts.", None),
+     "forecasts.", "auto"),
     ("14_63", "cell-023", "fig-typical-series-forecasts",
      "One typical series: its last week and the methods' forecasts for the test hours.",
      "Line chart of the last week of one M4 Hourly series followed by the test window, with each method's "
-     "forecast drawn over the test hours against the actual values, one panel or line per method.", None),
+     "forecast drawn over the test hours against the actual values, one panel or line per method.", "auto"),
     ("14_63", "cell-029", "fig-per-series-mase",
      "Per-series MASE on the test window for each method (log scale; 1 is the in-sample seasonal naive error).",
      "Distribution chart of MASE per series for each method on a log axis, with a reference at one. Most series "
      "lie below one for the ensemble; every method has a long right tail of hard series, so the mean is "
-     "carried by a few of them.", None),
+     "carried by a few of them.", ("cell-032", "The ensemble beats the in-sample", "{numref}`fig-per-series-mase` shows every series. The ensemble beats the in-sample")),
     ("14_64", "cell-016", "fig-gradient-reach-families",
      "Gradient with respect to the input $k$ steps back, relative to lag 0, at initialisation for each layer.",
      "Log-scale line chart of relative gradient against lag. The RNN falls fastest, the LSTM much more slowly, "
-     "and the attention layer stays flat: any input is one step away from the output.", None),
+     "and the attention layer stays flat: any input is one step away from the output.", "auto"),
     ("14_64", "cell-021", "fig-cost-against-length",
      "Cost of one layer against sequence length, one panel per measure (log–log: slope 1 is linear, slope 2 "
      "quadratic).",
      "Panels of log-log line charts of cost against sequence length for each layer. Full attention's lines bend "
-     "towards slope two at long lengths; the recurrent layers and windowed attention keep slope one.", None),
+     "towards slope two at long lengths; the recurrent layers and windowed attention keep slope one.", "auto"),
 ]
 
 
@@ -547,6 +549,20 @@ def apply(check: bool = False) -> list[str]:
                             md.source = text[:-1] + tag + ":"
                         else:
                             problems.append(f"{section} {cell_id}: the cell above does not end with a colon")
+                elif ref == "auto":
+                    j = i - 1
+                    while j >= 0 and nb.cells[j].cell_type != "markdown":
+                        j -= 1
+                    md = nb.cells[j]
+                    text = md.source.rstrip()
+                    if f"`{name}`" in md.source:
+                        pass
+                    elif i - j > 3 or text.splitlines()[-1].startswith("#"):
+                        problems.append(f"{section} {cell_id}: no sentence just above to cite {name} from")
+                    elif text.endswith(":"):
+                        md.source = text[:-1] + f" ({{numref}}`{name}`):"
+                    else:
+                        md.source = text + f" See {{numref}}`{name}`."
                 elif isinstance(ref, tuple) and ref[1] is not None:
                     _refer(nb, ref[0], ref[1], ref[2], problems, section)
         if nbformat.writes(nb) != before:
