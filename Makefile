@@ -18,7 +18,14 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 book: venv
 	$(PY) tools/book.py $(BOOK_FLAGS)
 
-test: book
+# axe-core (the accessibility checker tests/test_site.py injects into every page), from npm
+AXE := _build/node/node_modules/axe-core/axe.min.js
+AXE_VERSION := 4.14.1
+
+$(AXE):
+	npm install --prefix _build/node --no-save --no-audit --no-fund axe-core@$(AXE_VERSION)
+
+test: book $(AXE)
 	$(PY) -m pytest
 
 clean:

@@ -52,3 +52,30 @@
     start();
   }
 })();
+
+// Accessibility fixes to the theme's markup, found by axe-core (tests/test_site.py runs it).
+(function () {
+  "use strict";
+  function fix() {
+    // The search buttons say "Search" to screen readers but show "Search this book... Ctrl+K":
+    // let the visible text be the accessible name (WCAG 2.5.3, label in name).
+    document.querySelectorAll(".search-button-field[aria-label]").forEach(function (b) {
+      b.removeAttribute("aria-label");
+    });
+    // A region that scrolls must be reachable by keyboard to be scrolled (WCAG 2.1.1).
+    document.querySelectorAll("pre, .pst-scrollable-table-container, .cell_output .output, .table-wrapper, .MathJax, mjx-container[display=true]")
+      .forEach(function (el) {
+        var scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+        var style = window.getComputedStyle(el);
+        if (scrolls && /(auto|scroll)/.test(style.overflowX + style.overflowY + style.overflow) && !el.hasAttribute("tabindex")) {
+          el.setAttribute("tabindex", "0");
+        }
+      });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", fix);
+  } else {
+    fix();
+  }
+  window.addEventListener("load", fix);
+})();
