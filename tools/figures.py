@@ -268,7 +268,8 @@ PLOTS = [
     ("14_48", "cell-018", "fig-copy-by-position",
      "Per-position accuracy of each copy model, position scaled to (0, 1); dashed line: chance.",
      "Line chart of token accuracy against relative position in the output, one line per sequence length. "
-     "Accuracy is highest for the first tokens and falls along the output, lower for longer sequences.", "auto"),
+     "Accuracy is highest for the first tokens and falls along the output, apart from a small recovery at the "
+     "end, and it is lower for longer sequences.", "auto"),
     ("14_48", "cell-022", "fig-reversal-by-source",
      "Accuracy for each source token on the reversal task, without attention; dashed line: chance.",
      "Line chart of accuracy against source position for the reversal task. The earliest source tokens, which "
@@ -341,8 +342,8 @@ PLOTS = [
     ("14_53", "cell-014", "fig-rope-offset-only",
      "Query–key scores against the offset for four absolute key positions, one panel per scheme.",
      "Panels of line charts, score against offset, with four lines for four absolute positions. In the RoPE "
-     "panel the four lines coincide exactly: the score depends only on the offset. In the other panel the lines "
-     "differ with the absolute position.", "auto"),
+     "panel the four lines coincide exactly: the score depends only on the offset. In the panel for the sinusoidal "
+     "encoding added to the input the lines differ with the absolute position.", "auto"),
     ("14_53", "cell-018", "fig-alibi-biases",
      "ALiBi's biases for each head: $-m(i-j)$ below the diagonal; grey: future keys, removed by the causal mask.",
      "A row of small heatmaps, one per head, query position against key position. Each shows a penalty that "
@@ -352,12 +353,13 @@ PLOTS = [
      "Validation cross-entropy by position in the window, for models evaluated on windows longer than those they "
      "were trained on.",
      "Line chart of cross-entropy against position in the window, one line per position scheme. Within the "
-     "trained length the lines are close; beyond the training length some schemes' losses climb while "
-     "others stay flat. Extrapolation beyond the trained length separates the schemes.", "auto"),
+     "trained length the lines are close; beyond the dashed training length some schemes' losses climb while "
+     "others stay flat, and the learned table has no values at all. Extrapolation beyond the trained length separates the schemes.", "auto"),
     ("14_54", "cell-022", "fig-prenorm-postnorm-gradients",
      "Gradient norm of each block's parameters in a freshly initialised stack, pre-norm and post-norm.",
-     "Log-scale chart of gradient norm against block index for the two variants. The pre-norm gradients shrink "
-     "towards the output; the post-norm gradients are distributed differently across depth.", "auto"),
+     "Log-scale line chart of gradient norm against block index (1 nearest the input) for the two variants, a "
+     "line for the mean over initialisations and a band for their range. The pre-norm gradients shrink steadily "
+     "towards the output; the post-norm gradients stay roughly level across depth.", "auto"),
     ("14_54", "cell-030", "fig-decoder-masks",
      "Attention weights of head 1 of a fresh decoder block: masked self-attention and cross-attention.",
      "Two heatmaps, query (decoder) position against key position. The self-attention panel is zero above the "
@@ -384,9 +386,9 @@ PLOTS = [
     ("14_56", "cell-010", "fig-fused-attention-cost",
      "Time and peak memory of causal attention by sequence length: the naive formula, the fused kernel and a "
      "sliding window (both axes logarithmic).",
-     "Panels of log-log line charts against sequence length, one per measure. The naive formula's memory grows "
-     "with slope two, quadratically; the fused kernel and the sliding window grow linearly and stay far below "
-     "it at long sequences.", "auto"),
+     "Two log-log panels against sequence length, peak memory and wall time, one line per kernel. The naive "
+     "formula's memory grows quadratically and is the largest at long sequences; the fused kernel needs the "
+     "least memory at every length, and the sliding window's memory grows linearly.", "auto"),
     ("14_56", "cell-026", "fig-sliding-window-change",
      "Change in the trained model's validation loss when full attention is replaced by a sliding window of width "
      "$w$.",
@@ -404,16 +406,19 @@ PLOTS = [
      "every order; the validation curves fall at first and then turn upwards: more context memorises the "
      "training text and stops generalising.", "auto"),
     ("14_59", "cell-018", "fig-charlm-curves",
-     "Validation loss of the Transformer and the LSTM against training time on the whole validation split; "
-     "crosses: nanoGPT's CPU recipe at two budgets.",
-     "Line chart of cross-entropy in nats per character against training seconds for two models, with cross "
-     "markers for the nanoGPT recipe. Both curves fall steeply and then flatten; the lines show which model is "
-     "ahead at each time budget.", ("cell-022", "After {glue:text}`gpt_seconds:.0f` seconds", "{numref}`fig-charlm-curves` shows the learning curves. After {glue:text}`gpt_seconds:.0f` seconds")),
+     "Training and validation loss of the Transformer and the LSTM against training time; x: nanoGPT's CPU "
+     "recipe at two budgets; dotted: the bigram baseline.",
+     "Line chart of cross-entropy in nats per character against training seconds: solid lines for the training "
+     "loss and dashed lines for the validation loss of the LSTM and the Transformer, x markers for the nanoGPT "
+     "recipe and a dotted bigram baseline near the top. The curves fall steeply at first and then flatten, far "
+     "below the bigram baseline.", ("cell-022", "After {glue:text}`gpt_seconds:.0f` seconds", "{numref}`fig-charlm-curves` shows the learning curves. After {glue:text}`gpt_seconds:.0f` seconds")),
     ("14_60", "cell-018", "fig-sampling-rules",
-     "One next-character distribution reshaped by four sampling rules; grey: the model's probabilities.",
-     "Four panels of bar charts over the model's most probable next characters. Grey bars give the "
-     "model's probabilities; coloured bars give each rule's: temperature sharpens or flattens them, top-k and "
-     "top-p cut the tail to zero, greedy puts everything on the favourite.", "auto"),
+     "One next-character distribution, as the model gives it and reshaped by sampling rules; grey: the model's "
+     "probabilities.",
+     "Stacked panels of bar charts over the model's most probable next characters: the model's own "
+     "distribution, then a low and a high temperature, top-k and top-p. Grey bars repeat the model's "
+     "probabilities in every panel; coloured bars give each rule's: the low temperature sharpens them, the high "
+     "one flattens them, top-k and top-p set the tail to zero and renormalise the rest.", "auto"),
     ("14_60", "cell-033", "fig-diversity-likelihood",
      "Diversity (distinct 5-grams) against the model's log-likelihood for continuations sampled with each rule.",
      "Scatter chart with one point per decoding rule and setting, diversity on the horizontal axis and "
@@ -457,11 +462,12 @@ PLOTS = [
      "forecasts.", "auto"),
     ("14_63", "cell-023", "fig-typical-series-forecasts",
      "One typical series: its last week and the methods' forecasts for the test hours.",
-     "Line chart of the last week of one M4 Hourly series followed by the test window, with each method's "
-     "forecast drawn over the test hours against the actual values, one panel or line per method.", "auto"),
+     "Line chart of the last week of one M4 Hourly series in black, then, after a dotted line, the test "
+     "hours with the actual values and the forecasts of the methods shown, one coloured line each, following "
+     "the daily rhythm.", "auto"),
     ("14_63", "cell-029", "fig-per-series-mase",
      "Per-series MASE on the test window for each method (log scale; 1 is the in-sample seasonal naive error).",
-     "Distribution chart of MASE per series for each method on a log axis, with a reference at one. Most series "
+     "Box plots of MASE per series, one per method, on a log axis with a dashed reference at one. Most series "
      "lie below one for the ensemble; every method has a long right tail of hard series, so the mean is "
      "carried by a few of them.", ("cell-032", "The ensemble beats the in-sample", "{numref}`fig-per-series-mase` shows every series. The ensemble beats the in-sample")),
     ("14_64", "cell-016", "fig-gradient-reach-families",
@@ -471,8 +477,10 @@ PLOTS = [
     ("14_64", "cell-021", "fig-cost-against-length",
      "Cost of one layer against sequence length, one panel per measure (log–log: slope 1 is linear, slope 2 "
      "quadratic).",
-     "Panels of log-log line charts of cost against sequence length for each layer. Full attention's lines bend "
-     "towards slope two at long lengths; the recurrent layers and windowed attention keep slope one.", "auto"),
+     "Three log-log panels against sequence length, operations, peak memory and matrix-product calls, for full "
+     "attention, windowed attention and an LSTM. Full attention's operations and memory grow with slope two; "
+     "the windowed layer and the LSTM grow with slope one. In the calls panel the LSTM's count grows with the "
+     "length while both attention layers make a constant number of calls: its sequential depth.", "auto"),
 ]
 
 
