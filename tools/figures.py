@@ -230,8 +230,9 @@ PLOTS = [
      "Mutual information between characters $d$ apart in tiny Shakespeare, against the same estimate on shuffled "
      "text (both axes logarithmic).",
      "Log-log line chart of mutual information in bits against distance in characters. The text's curve starts "
-     "high at distance one and decays steadily but stays above the flat floor of the shuffled text far beyond "
-     "the dotted mean line length: characters remain informative about each other over long distances.", "auto"),
+     "high at distance one and decays steadily, but it stays above the flat floor of the shuffled text beyond "
+     "the dotted mean line length and approaches it only hundreds of characters apart: characters remain "
+     "informative about each other over long distances.", "auto"),
     ("14_45", "cell-035", "fig-delay-embedding",
      "Delay embedding $(y_t, y_{t+6}, y_{t+12})$ of M4 Hourly H1 in its original order and shuffled (interactive).",
      "Two rotatable 3-D scatter plots. Left, original order: the points trace a loop, the daily cycle. Right, "
@@ -246,9 +247,10 @@ PLOTS = [
      "the vanishing.", "auto"),
     ("14_47", "cell-012", "fig-reach-by-cell", "Input gradient by lag at initialisation for an RNN, a GRU, and an LSTM with torch's "
      "default and with forget bias 1.",
-     "Log-scale line chart of input-gradient magnitude against lag. The RNN falls fastest, the default LSTM is "
-     "only slightly better, the GRU is higher, and the LSTM with forget bias 1 stays orders of magnitude above "
-     "the RNN at long lags: the additive cell path, opened by the bias, carries the gradient back.", "auto"),
+     "Log-scale line chart of input-gradient magnitude against lag. The RNN, the GRU and the LSTM as torch "
+     "initialises it fall at nearly the same rate; the LSTM with forget bias 1 falls far more slowly and sits "
+     "orders of magnitude above them at long lags: the additive cell path, opened by the bias, carries the "
+     "gradient back.", "auto"),
     ("14_47", "cell-017", "fig-reach-surface",
      "Log input gradient over lag and hidden width, LSTM with forget bias 1 (blue) and RNN (orange) (interactive).",
      "A rotatable 3-D plot of two surfaces over lag and hidden width. The orange RNN surface slopes down along "
@@ -263,21 +265,23 @@ PLOTS = [
      "How much the context $\\mathbf c$ moves when source token $j$ is replaced, for an untrained and a trained "
      "encoder (log scale).",
      "Log-scale line chart of the change in c against source position. The untrained encoder's curve rises "
-     "steeply towards the last position: early tokens barely reach c. The trained encoder's curve is much "
-     "flatter, with early positions protected.", "auto"),
+     "steeply towards the last position: early tokens barely reach c. Training reverses the profile: in the "
+     "trained encoder the first tokens move c the most.", "auto"),
     ("14_48", "cell-018", "fig-copy-by-position",
      "Per-position accuracy of each copy model, position scaled to (0, 1); dashed line: chance.",
      "Line chart of token accuracy against relative position in the output, one line per sequence length. "
      "Accuracy is highest for the first tokens and falls along the output, apart from a small recovery at the "
      "end, and it is lower for longer sequences.", "auto"),
     ("14_48", "cell-022", "fig-reversal-by-source",
-     "Accuracy for each source token on the reversal task, without attention; dashed line: chance.",
-     "Line chart of accuracy against source position for the reversal task. The earliest source tokens, which "
-     "the decoder needs last, are recovered worst; accuracy rises towards the last source positions.", "auto"),
+     "Accuracy for each source token on the copy and the reversal task, without attention; dashed line: chance.",
+     "Line chart of accuracy against source position, one line per task. For copying, accuracy falls along the "
+     "source. For reversal the earliest source tokens, which the decoder needs last, are recovered worst and "
+     "accuracy rises towards the last source positions: the tokens needed last degrade most.", "auto"),
     ("14_49", "cell-013", "fig-reversal-training",
      "Training loss of the reversal model with additive attention; dashed line: $\\log V$, the loss of guessing.",
      "Log-scale line chart of cross-entropy per token against training step. The loss starts at the dashed "
-     "guessing level, log V, and falls steeply to near zero: the model learns to reverse.", "auto"),
+     "guessing level, log V, and falls steadily on the log scale, far below guessing: the model learns to "
+     "reverse.", "auto"),
     ("14_49", "cell-017", "fig-learned-alignment",
      "Mean attention weights of the trained reversal model; circles mark the source token each step must output.",
      "Heatmap of attention weight, output step against source position. The weight lies on an anti-diagonal, "
@@ -298,8 +302,9 @@ PLOTS = [
      "Median gradient factor, mean largest weight and mean entropy of attention rows by key dimension, with and "
      "without scaling.",
      "Three panels of line charts against key dimension on a log axis. With scaling all three measures stay "
-     "flat. Without scaling the gradient factor and the entropy fall and the largest weight rises towards one "
-     "as d_k grows: the softmax saturates and stops passing gradient.", "auto"),
+     "flat. Without scaling the entropy falls and the largest weight rises towards one as d_k grows, and the "
+     "gradient factor, after a small rise, collapses towards zero: the softmax saturates and stops passing "
+     "gradient.", "auto"),
     ("14_50", "cell-025", "fig-entropy-surface",
      "Mean attention entropy over key dimension and divisor $\\tau$; orange: $\\tau = \\sqrt{d_k}$, dashed: "
      "$\\tau = 1$ (interactive).",
@@ -337,8 +342,8 @@ PLOTS = [
      "Dot product of the encodings of two positions against their offset: closed form (line) and the mean of "
      "each diagonal of $PE\\,PE^\\top$ (points).",
      "Line chart with points: similarity against offset k. The points lie on the closed-form curve, which "
-     "starts at its maximum d/2 at offset zero and falls with damped oscillations: the similarity depends only "
-     "on the offset.", "auto"),
+     "is symmetric about zero, peaks at d/2 at offset zero and falls away with oscillations: the similarity "
+     "depends only on the offset.", "auto"),
     ("14_53", "cell-014", "fig-rope-offset-only",
      "Query–key scores against the offset for four absolute key positions, one panel per scheme.",
      "Panels of line charts, score against offset, with four lines for four absolute positions. In the RoPE "
@@ -380,8 +385,9 @@ PLOTS = [
     ("14_55", "cell-016", "fig-cost-ratio",
      "Cost of attention relative to a GRU against $T/d$, one panel per measure; above the solid line the GRU is "
      "cheaper.",
-     "Three log-log panels of the attention-to-GRU cost ratio against T/d, one per measure. The ratios rise as "
-     "the sequence grows longer than the model is wide, crossing the solid line where the GRU becomes cheaper.",
+     "Three log-log panels of the attention-to-GRU cost ratio against T/d, one line per width. For operations "
+     "and memory the ratios rise steadily once the sequence is longer than the model is wide, crossing the "
+     "solid line near T = d; wall time follows the count much less closely.",
      "auto"),
     ("14_56", "cell-010", "fig-fused-attention-cost",
      "Time and peak memory of causal attention by sequence length: the naive formula, the fused kernel and a "
@@ -392,8 +398,10 @@ PLOTS = [
     ("14_56", "cell-026", "fig-sliding-window-change",
      "Change in the trained model's validation loss when full attention is replaced by a sliding window of width "
      "$w$.",
-     "Chart of the loss change in nats against window width on a log axis. Narrow windows cost the most; the "
-     "change shrinks as the window widens and is zero when the window spans the whole context.", "auto"),
+     "Line chart against window width on a log axis of two measures, the change in validation loss and the "
+     "mean absolute change of the logits. The narrowest windows cost the most; from a few positions on the loss "
+     "change is close to zero, even slightly negative, the logit change keeps shrinking, and both are zero when "
+     "the window spans the whole context.", "auto"),
     ("14_57", "cell-024", "fig-vocab-tradeoff",
      "Byte-level BPE on tiny Shakespeare by vocabulary size: characters per token on the validation split, and "
      "how often the average token occurs in training.",
@@ -430,9 +438,10 @@ PLOTS = [
      "by a dot, close to T = 1; temperature reshapes the predictions but barely improves the model.", "auto"),
     ("14_61", "cell-006", "fig-family-masks",
      "The attention masks of the three families for the example string: what each query may see.",
-     "Panels of grids, query position against key position, open cells shaded. The encoder-only mask is fully "
-     "open; the causal mask opens the diagonal and below; the cross-attention mask is rectangular and fully "
-     "open, decoder queries against source keys.", "auto"),
+     "Four grids of query position against key position, visible cells blue and blocked cells orange. The "
+     "encoder-only mask is fully visible; the decoder-only mask and the encoder–decoder's decoder self-attention "
+     "are causal, the diagonal and below visible; the cross-attention grid is rectangular and fully visible, "
+     "decoder queries against source keys.", "auto"),
     ("14_61", "cell-022", "fig-family-training",
      "Training loss per predicted token of the three families on palindromes (log scale).",
      "Log-scale line chart of loss against training step, one line per family. All three fall; they measure "
