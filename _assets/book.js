@@ -57,10 +57,21 @@
 (function () {
   "use strict";
   function fix() {
-    // The search buttons say "Search" to screen readers but show "Search this book... Ctrl+K":
-    // let the visible text be the accessible name (WCAG 2.5.3, label in name).
-    document.querySelectorAll(".search-button-field[aria-label]").forEach(function (b) {
-      b.removeAttribute("aria-label");
+    // Label in name (WCAG 2.5.3): the theme labels some controls with words that differ from
+    // the words they show (the search field shows "Search this book... Ctrl+K" but is named
+    // "Search"; a code toggle shows "Show code cell source" but is named "Toggle hidden
+    // content"). Let the visible text be the accessible name.
+    document.querySelectorAll("button[aria-label], a[aria-label], summary[aria-label], [role=button][aria-label]").forEach(function (el) {
+      var shown = (el.innerText || "").replace(/\s+/g, " ").trim();
+      if (shown && el.getAttribute("aria-label").toLowerCase().indexOf(shown.toLowerCase()) < 0) {
+        el.removeAttribute("aria-label");
+      }
+    });
+    // The colour-mode button's icons carry titles ("Light", "Dark", ...) that become hidden
+    // text inside a button named "Color mode": make the icons decorative.
+    document.querySelectorAll(".theme-switch-button .theme-switch, .theme-switch-button svg").forEach(function (el) {
+      el.removeAttribute("title");
+      el.setAttribute("aria-hidden", "true");
     });
     // A region that scrolls must be reachable by keyboard to be scrolled (WCAG 2.1.1).
     document.querySelectorAll("pre, .pst-scrollable-table-container, .cell_output .output, .table-wrapper, .MathJax, mjx-container[display=true]")
@@ -78,4 +89,5 @@
     fix();
   }
   window.addEventListener("load", fix);
+  window.addEventListener("load", function () { window.setTimeout(fix, 300); });  // after the icon font's swap
 })();
