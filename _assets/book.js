@@ -62,7 +62,8 @@
     // "Search"; a code toggle shows "Show code cell source" but is named "Toggle hidden
     // content"). Let the visible text be the accessible name.
     document.querySelectorAll("button[aria-label], a[aria-label], summary[aria-label], [role=button][aria-label]").forEach(function (el) {
-      var shown = (el.innerText || "").replace(/\s+/g, " ").trim();
+      if (el.classList.contains("theme-switch-button")) return;  // icons only; handled below
+      var shown = (el.textContent || "").replace(/\s+/g, " ").trim();  // not innerText: no layout needed
       if (shown && el.getAttribute("aria-label").toLowerCase().indexOf(shown.toLowerCase()) < 0) {
         el.removeAttribute("aria-label");
       }
@@ -73,14 +74,15 @@
       el.removeAttribute("title");
       el.setAttribute("aria-hidden", "true");
     });
-    // A region that scrolls must be reachable by keyboard to be scrolled (WCAG 2.1.1).
-    document.querySelectorAll("pre, .pst-scrollable-table-container, .cell_output .output, .table-wrapper, .MathJax, mjx-container[display=true]")
+    // A region that scrolls must be reachable by keyboard to be scrolled (WCAG 2.1.1). Code
+    // blocks scroll sideways at some widths, so every one is focusable; other boxes when they scroll.
+    document.querySelectorAll(".highlight pre, .cell_output pre").forEach(function (el) {
+      if (!el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
+    });
+    document.querySelectorAll(".pst-scrollable-table-container, .cell_output .output, .table-wrapper, mjx-container[display=true]")
       .forEach(function (el) {
         var scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
-        var style = window.getComputedStyle(el);
-        if (scrolls && /(auto|scroll)/.test(style.overflowX + style.overflowY + style.overflow) && !el.hasAttribute("tabindex")) {
-          el.setAttribute("tabindex", "0");
-        }
+        if (scrolls && !el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
       });
   }
   if (document.readyState === "loading") {
