@@ -156,7 +156,8 @@ def open_in_mode(browser, url, mode):
     page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost")
                or r.request.url.startswith(("data:", "blob:")) else r.abort())
     page.goto(url, wait_until="networkidle")
-    page.wait_for_timeout(300)
+    page.wait_for_load_state("load")  # the page's own scripts (book.js) have run their fixes
+    page.wait_for_timeout(500)
     assert page.evaluate("document.documentElement.dataset.theme") == mode
     return page
 
