@@ -29,7 +29,18 @@ book: venv
 browser: venv
 	$(PY) tools/browser.py
 
-test: book browser
+# axe-core (the accessibility checker tests/test_site.py injects into every page), from npm;
+# npm itself comes from Debian's packages when it is missing and we are root
+AXE := _build/node/node_modules/axe-core/axe.min.js
+AXE_VERSION := 4.14.1
+
+$(AXE):
+	@command -v npm > /dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm > /dev/null; } \
+	  || { echo "npm not found: install Node.js and npm (Debian: apt-get install npm), then rerun"; exit 1; }
+	npm install --prefix _build/node --no-save --no-audit --no-fund axe-core@$(AXE_VERSION)
+
+test: book browser $(AXE)
 	$(PY) -m pytest
 
 # the whole Part as one PDF in _build/pdf/ (not part of `make test`: see README, "Editions")

@@ -4,6 +4,8 @@
   ``mathjax_path`` in ``_config.yml``.
 - plotly.js is copied from the installed plotly package to ``_static/plotly.min.js`` and
   added only to pages that contain a plotly figure.
+- ``book.css`` and ``book.js`` (in ``_assets``) on every page: figure captions, plots and
+  diagrams readable in dark mode, plotly figures that follow the theme, a visible focus ring.
 """
 
 from pathlib import Path
@@ -32,6 +34,8 @@ def _copy_plotly(app, exception):
 
 def setup(app):
     app.connect("config-inited", _add_assets_dir)
+    app.add_css_file("book.css")
+    app.add_js_file("book.js")
     app.connect("html-page-context", _plotly_where_needed)
     app.connect("build-finished", _copy_plotly)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -145,3 +145,96 @@ def test_glued_numbers_appear_in_the_rendered_prose(browser, site_url):
     assert "{glue" not in body
     assert re.search(r"has \d+ parameters at every length", body)
     page.close()
+
+
+# --- accessibility and dark mode (issue 13) -----------------------------------------------------
+
+AXE = ROOT / "_build" / "node" / "node_modules" / "axe-core" / "axe.min.js"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+#: Pages whose figures are photographed in both modes: diagrams, plotnine plots and plotly 3-D.
+SCREENSHOT_PAGES = ["chapters/14_46_recurrent_networks.html", "chapters/14_50_scaled_dot_product_attention.html",
+                    "chapters/14_54_transformer_block.html", "chapters/14_63_neural_versus_classical_forecasting.html"]
+
+
+def open_in_mode(browser, url, mode):
+    """Open `url` with the theme's colour mode ("light" or "dark") chosen before the page loads."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost")
+               or r.request.url.startswith(("data:", "blob:")) else r.abort())
+    page.goto(url, wait_until="networkidle")
+    page.wait_for_load_state("load")  # the page's own scripts (book.js) have run their fixes
+    page.wait_for_timeout(500)
+    assert page.evaluate("document.documentElement.dataset.theme") == mode
+    return page
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_path", toc_pages())
+def test_axe_finds_no_serious_or_critical_violation(browser, site_url, page_path, mode):
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} missing: `npm install --prefix _build/node axe-core` (`make test` does it)")
+    page = open_in_mode(browser, f"{site_url}/{page_path}", mode)
+    page.add_script_tag(path=str(AXE))
+    violations = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id} (${v.impact}) x${v.nodes.length}: ${v.nodes[0].target.join(' ')}`)""")
+    page.close()
+    assert not violations, violations
+
+
+def test_keyboard_reaches_the_content_and_the_search(browser, site_url):
+    page = open_in_mode(browser, f"{site_url}/chapters/14_54_transformer_block.html", "light")
+    reached = set()
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        reached.add(page.evaluate("""() => { const e = document.activeElement;
+            if (e.classList.contains('skip-link')) return 'skip';
+            if (e.closest('.search-button-field, .search-button')) return 'search';
+            if (e.closest('#main-content article, article.bd-article') && e.tagName === 'A') return 'content';
+            return 'other'; }"""))
+        if {"search", "content"} <= reached:
+            break
+    page.close()
+    assert {"search", "content"} <= reached, f"Tab reached only {sorted(reached)}"
+
+
+def test_figures_are_numbered_captioned_and_described(browser, site_url):
+    page, *_ = visit(browser, f"{site_url}/chapters/14_46_recurrent_networks.html")
+    figures = page.locator("main figure")
+    assert figures.count() >= 2
+    for i in range(figures.count()):
+        fig = figures.nth(i)
+        assert re.fullmatch(r"Figure \d+(\.\d+)*", fig.locator(".caption-number").inner_text().strip())
+        alt = fig.locator("img").get_attribute("alt")
+        assert len(alt) >= 80 and "_images/" not in alt
+    body = page.inner_text("main")
+    assert "{numref}" not in body and re.search(r"draws the loop unrolled", body)
+    page.close()
+
+
+@pytest.mark.parametrize("page_path", SCREENSHOT_PAGES)
+def test_figures_are_readable_in_both_modes(browser, site_url, page_path):
+    """Screenshots of each mode go to _build/screenshots/ (look at them); what can be checked is checked:
+    in dark mode images sit unfiltered on a light card, and plotly's text follows the theme."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    stem = Path(page_path).stem[:5]
+    inks = {}
+    for mode in ("light", "dark"):
+        page = open_in_mode(browser, f"{site_url}/{page_path}", mode)
+        figures = page.locator("main figure")
+        for i in range(min(figures.count(), 3)):
+            figures.nth(i).scroll_into_view_if_needed()
+            figures.nth(i).screenshot(path=str(SCREENSHOTS / f"{stem}-{mode}-fig{i + 1}.png"))
+        for i in range(page.locator("main figure img").count()):
+            img = page.locator("main figure img").nth(i)
+            style = img.evaluate("el => { const s = getComputedStyle(el); return [s.filter, s.backgroundColor]; }")
+            if mode == "dark":
+                assert style == ["none", "rgb(255, 255, 255)"], f"figure image {i} in dark mode: {style}"
+        divs = page.locator(".plotly-graph-div")
+        if divs.count():
+            page.wait_for_timeout(300)
+            inks[mode] = divs.first.evaluate("el => el._fullLayout.font.color")
+        page.close()
+    if inks:
+        assert inks["light"] != inks["dark"], f"plotly text does not follow the theme: {inks}"

@@ -1,0 +1,95 @@
+// plotly figures follow the theme: light or dark text, grid and background.
+(function () {
+  "use strict";
+  var LIGHT = { ink: "#2a3f5f", grid: "#EBF0F8", zero: "#EBF0F8", scene: "#FFFFFF", sceneGrid: "#DFE8F3" };
+  var DARK = { ink: "#E3E3E3", grid: "#3A3F44", zero: "#555B61", scene: "#1E2125", sceneGrid: "#4A5056" };
+
+  function isDark() {
+    return document.documentElement.getAttribute("data-theme") === "dark";
+  }
+
+  function restyle() {
+    if (!window.Plotly) return;
+    var c = isDark() ? DARK : LIGHT;
+    document.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+      if (!div.layout) return;
+      var update = {
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "font.color": c.ink,
+        "title.font.color": c.ink,
+        "legend.font.color": c.ink
+      };
+      Object.keys(div.layout).forEach(function (key) {
+        if (/^[xy]axis\d*$/.test(key)) {
+          update[key + ".gridcolor"] = c.grid;
+          update[key + ".zerolinecolor"] = c.zero;
+          update[key + ".color"] = c.ink;
+        } else if (/^scene\d*$/.test(key)) {
+          ["xaxis", "yaxis", "zaxis"].forEach(function (ax) {
+            update[key + "." + ax + ".backgroundcolor"] = c.scene;
+            update[key + "." + ax + ".gridcolor"] = c.sceneGrid;
+            update[key + "." + ax + ".color"] = c.ink;
+          });
+        }
+      });
+      (div.layout.annotations || []).forEach(function (_, i) {
+        update["annotations[" + i + "].font.color"] = c.ink;
+      });
+      window.Plotly.relayout(div, update);
+    });
+  }
+
+  function start() {
+    restyle();
+    new MutationObserver(restyle).observe(document.documentElement,
+      { attributes: true, attributeFilter: ["data-theme"] });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
+
+// Accessibility fixes to the theme's markup, found by axe-core (tests/test_site.py runs it).
+(function () {
+  "use strict";
+  function fix() {
+    // Label in name (WCAG 2.5.3): the theme labels some controls with words that differ from
+    // the words they show (the search field shows "Search this book... Ctrl+K" but is named
+    // "Search"; a code toggle shows "Show code cell source" but is named "Toggle hidden
+    // content"). Let the visible text be the accessible name.
+    document.querySelectorAll("button[aria-label], a[aria-label], summary[aria-label], [role=button][aria-label]").forEach(function (el) {
+      if (el.classList.contains("theme-switch-button")) return;  // icons only; handled below
+      var shown = (el.textContent || "").replace(/\s+/g, " ").trim();  // not innerText: no layout needed
+      if (shown && el.getAttribute("aria-label").toLowerCase().indexOf(shown.toLowerCase()) < 0) {
+        el.removeAttribute("aria-label");
+      }
+    });
+    // The colour-mode button's icons carry titles ("Light", "Dark", ...) that become hidden
+    // text inside a button named "Color mode": make the icons decorative.
+    document.querySelectorAll(".theme-switch-button .theme-switch, .theme-switch-button svg").forEach(function (el) {
+      el.removeAttribute("title");
+      el.setAttribute("aria-hidden", "true");
+    });
+    // A region that scrolls must be reachable by keyboard to be scrolled (WCAG 2.1.1). Code
+    // blocks scroll sideways at some widths, so every one is focusable; other boxes when they scroll.
+    document.querySelectorAll(".highlight pre, .cell_output pre").forEach(function (el) {
+      if (!el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
+    });
+    document.querySelectorAll(".pst-scrollable-table-container, .cell_output .output, .table-wrapper, mjx-container[display=true]")
+      .forEach(function (el) {
+        var scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+        if (scrolls && !el.hasAttribute("tabindex")) el.setAttribute("tabindex", "0");
+      });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", fix);
+  } else {
+    fix();
+  }
+  window.addEventListener("load", fix);
+  window.addEventListener("load", function () { window.setTimeout(fix, 300); });  // after the icon font's swap
+})();
