@@ -97,3 +97,26 @@ def test_exercise_4_rope_fails_on_unseen_offsets(g):
     assert abs(g["ex4_window_gap"]) < 0.1, "to within a little of its loss on the trained positions"
     assert g["ex4_window_loss_trained"] == pytest.approx(g["loss_trained_rope"], abs=1e-6), \
         "the window changes nothing at positions < 32"
+
+
+def test_each_change_is_the_far_loss_minus_the_trained_loss(g):
+    # the prose: "the loss over positions 64-127 is <change> nats worse than over the trained positions"
+    for s in SCHEMES_THAT_RUN_LONG:
+        assert g[f"change_{s}"] == pytest.approx(g[f"loss_far_{s}"] - g[f"loss_trained_{s}"], abs=1e-5), s
+    # Exercise 4 (b): the windowed far loss sits <gap> above RoPE's loss on the trained positions
+    assert g["ex4_window_gap"] == pytest.approx(g["ex4_window_loss_far"] - g["loss_trained_rope"], abs=1e-5)
+
+
+def test_rope_positions_span_what_the_prose_says(g):
+    # "absolute positions n from 0 to 5000", the query Delta = 0..63 steps later
+    assert g["rope_max_position"] == 5000 + 63
+
+
+def test_alibi_uniform_distance_and_infinite_window_closed_forms(g):
+    import math
+
+    # a uniform average over T_WINDOW keys at distances 0..T-1 has mean (T - 1) / 2
+    assert g["alibi_uniform_mean_distance"] == pytest.approx((g["T_WINDOW"] - 1) / 2)
+    # T -> infinity: r / (1 - r) = 1 / (e^m - 1) with slopes m_1 = 1/2 and m_8 = 1/256 (H = 8)
+    assert g["ex3_infinite_head1"] == pytest.approx(1 / math.expm1(1 / 2), rel=1e-6)
+    assert g["ex3_infinite_head8"] == pytest.approx(1 / math.expm1(1 / 256), rel=1e-6)
