@@ -120,3 +120,16 @@ def test_alibi_uniform_distance_and_infinite_window_closed_forms(g):
     # T -> infinity: r / (1 - r) = 1 / (e^m - 1) with slopes m_1 = 1/2 and m_8 = 1/256 (H = 8)
     assert g["ex3_infinite_head1"] == pytest.approx(1 / math.expm1(1 / 2), rel=1e-6)
     assert g["ex3_infinite_head8"] == pytest.approx(1 / math.expm1(1 / 256), rel=1e-6)
+
+
+def test_seen_row_gradients_have_the_size_the_set_up_implies(g):
+    import math
+
+    # loss = mean over B x T x d = 8 x 32 x 32 elements of (token + E[p])^2, tokens and rows N(0, 1):
+    # dL/dE[p] = 2/(B T d) * sum_b (token[b, p] + E[p]), each coordinate N(0, B + B^2) = N(0, 72),
+    # so a row's norm is 2 sqrt(72) chi_32 / 8192, typically 2 sqrt(72 * 31.5) / 8192 = 0.0116.
+    # The smallest of 32 such rows lies below that typical size (all 32 above it: p ~ 2^-32) and
+    # above half of it (chi^2_32 < 8: p ~ 1e-5 per row).
+    B, T, d = 8, g["T_TABLE"], g["learned_table_params"] // g["T_TABLE"]
+    typical = 2 * math.sqrt((B + B**2) * (d - 0.5)) / (B * T * d)
+    assert 0.5 * typical < g["learned_seen_grad_min"] < typical
