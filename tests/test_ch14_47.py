@@ -92,3 +92,58 @@ def test_exercise_solutions(g):
         assert pred == pytest.approx(math.log(1e-3) / math.log(1 / (1 + math.exp(-b))), rel=1e-9)
     assert g["gru_reach40_b0"] < g["gru_reach40_b1"] < g["gru_reach40_b2"]
     assert g["gru_reach40_b2"] > 1e3 * g["gru_reach40_b0"]
+
+
+def _seed_of_the_build():
+    """SEED as the executed notebook ran it: its parameters cell, then what papermill injected."""
+    from conftest import load_executed
+
+    space: dict = {}
+    for cell in load_executed(STEM)["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            exec("".join(cell["source"]), space)
+    return space["SEED"]
+
+
+@pytest.fixture(scope="module")
+def redone():
+    """Reach measurements redone with helpers.gradients and the build's seed (reads no glue)."""
+    import numpy as np
+    import torch
+
+    from helpers.gradients import input_gradient_by_lag, make_recurrent, reach_by_lag
+
+    seed = _seed_of_the_build()
+    inits, out = range(seed, seed + 10), {}
+    at79 = {name: reach_by_lag(kind, 80, d_h=32, d_in=4, seeds=inits, forget_bias=fb, average="geometric")[79]
+            for name, (kind, fb) in {"rnn": ("rnn", None), "lstm_fb1": ("lstm", 1.0)}.items()}
+    out["ratio79"] = float(at79["lstm_fb1"] / at79["rnn"])
+    # log10 reach at lag 40 over widths 8..128, three initialisations each
+    for name, (kind, fb) in {"lstm_fb1": ("lstm", 1.0), "rnn": ("rnn", None)}.items():
+        out[("surface40", name)] = [float(np.log10(reach_by_lag(kind, 80, d_h=w, d_in=4, seeds=range(seed, seed + 3),
+                                                                forget_bias=fb, average="geometric")[40]))
+                                    for w in (8, 16, 32, 64, 128)]
+    # the lecture-note table at T = 1 (scalar inputs)
+    out["sens_ratio_1"] = float(reach_by_lag("lstm", 1, d_h=32, d_in=1, seeds=inits, forget_bias=1.0, average="geometric")[0]
+                                / reach_by_lag("rnn", 1, d_h=32, d_in=1, seeds=inits, average="geometric")[0])
+    # Exercise 3: GRU with update-gate bias 2
+    rows = []
+    for s in inits:
+        gru = make_recurrent("gru", 4, 32, seed=s)
+        with torch.no_grad():
+            gru.bias_ih_l0[32:64] = 2.0
+            gru.bias_hh_l0[32:64] = 0.0
+        xs = torch.randn(1, 80, 4, generator=torch.Generator().manual_seed(10_000 + s))
+        rows.append(input_gradient_by_lag(gru, xs)[0])
+    out["gru_reach40_b2"] = float(torch.stack(rows).double().log().mean(0).exp()[40])
+    return out
+
+
+def test_shown_reach_measurements_are_what_the_helpers_give(g, redone):
+    # an oracle for the shown single measurements: the helpers, rerun with the notebook's settings
+    assert g["ratio79_lstm_fb1_rnn"] == pytest.approx(redone["ratio79"], rel=1e-4)
+    assert g["rnn_surface_best40"] == pytest.approx(max(redone[("surface40", "rnn")]), rel=1e-4)
+    assert g["lstm_surface_worst40"] == pytest.approx(min(redone[("surface40", "lstm_fb1")]), rel=1e-4)
+    assert g["sens_ratio_1"] == pytest.approx(redone["sens_ratio_1"], rel=1e-4)
+    assert g["gru_reach40_b2"] == pytest.approx(redone["gru_reach40_b2"], rel=1e-4)

@@ -54,3 +54,73 @@ def test_exercise_solutions(g):
     assert g["ex1_mean_diff"] < 1e-6
     assert g["ex2_dot_acc"] > 0.9
     assert g["ex2_dot_band"] > 0.5
+
+
+def _seed_of_the_build():
+    """SEED as the executed notebook ran it: its parameters cell, then what papermill injected."""
+    from conftest import load_executed
+
+    space: dict = {}
+    for cell in load_executed(STEM)["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            exec("".join(cell["source"]), space)
+    return space["SEED"]
+
+
+@pytest.fixture(scope="module")
+def ex1_slack_recomputed():
+    # Exercise 1's check, redone with the helpers' attend and the seed and T the notebook used
+    import math as m
+
+    import torch
+
+    from helpers.seq2seq import attend
+
+    t_rev = 12  # the reversal length; the test below checks it against the glued setting
+    gen = torch.Generator().manual_seed(_seed_of_the_build())
+    slacks = []
+    for delta in [0.0, 0.5, 1.0, 2.0, 4.0]:
+        e = torch.randn(500, t_rev, generator=gen)
+        e[:, 0] = e[:, 1:].max(1).values + delta
+        _, w = attend(e, torch.randn(500, t_rev, 3, generator=gen))
+        slacks.append((w[:, 0] - 1 / (1 + (t_rev - 1) * m.exp(-delta))).min().item())
+    return t_rev, min(slacks)
+
+
+def test_additive_parameter_count_is_the_prose_formula(g):
+    # d_a (d_q + d_k + 1) with d_q = d_k = d_demo, d_a = d_attn_demo, as the sentence states
+    assert g["params_additive"] == g["d_attn_demo"] * (2 * g["d_demo"] + 1)
+
+
+def test_toy_lookup_weight_is_the_softmax_of_the_dot_scores(g):
+    # keys (1,0), (0,1), (-1,0), (0.7,0.7) and query (-3,0): scores -3, 0, 3, -2.1
+    import math as m
+
+    scores = [-3.0, 0.0, 3.0, -2.1]
+    assert g["toy_weight_key3"] == pytest.approx(m.exp(3.0) / sum(m.exp(s) for s in scores), rel=1e-5)
+
+
+def test_first_loss_is_near_guessing(g):
+    import math as m
+
+    # log V of the V = 1 / chance tokens, and the first loss "near log V"
+    assert g["log_vocab"] == pytest.approx(-m.log(g["chance"]))
+    assert abs(g["rev_loss_first"] - g["log_vocab"]) < 0.15 * g["log_vocab"]
+
+
+def test_band_masses_add_up(g):
+    # the band is {needed, needed + 1} on every step but the first, where it is one cell:
+    # its mass is the anti-diagonal's plus (T - 1) / T of the offset's (steps 2..T), and the
+    # uniform share of the band is (2T - 1) / T^2; the ratio is "times what uniform weights would"
+    T = g["t_rev"]
+    assert g["mass_band"] == pytest.approx(g["mass_needed"] + (T - 1) / T * g["mass_offset"], rel=1e-4)
+    assert g["chance_band"] == pytest.approx((2 * T - 1) / T**2)
+    assert g["band_ratio"] == pytest.approx(g["mass_band"] / g["chance_band"], rel=1e-4)
+
+
+def test_exercise_1_slack_is_the_recomputed_one(g, ex1_slack_recomputed):
+    t_rev, slack = ex1_slack_recomputed
+    assert t_rev == g["t_rev"]
+    assert slack >= 0, "the bound is never violated"
+    assert g["ex1_min_slack"] == pytest.approx(slack, rel=1e-3)

@@ -97,3 +97,39 @@ def test_exercise_4_rope_fails_on_unseen_offsets(g):
     assert abs(g["ex4_window_gap"]) < 0.1, "to within a little of its loss on the trained positions"
     assert g["ex4_window_loss_trained"] == pytest.approx(g["loss_trained_rope"], abs=1e-6), \
         "the window changes nothing at positions < 32"
+
+
+def test_each_change_is_the_far_loss_minus_the_trained_loss(g):
+    # the prose: "the loss over positions 64-127 is <change> nats worse than over the trained positions"
+    for s in SCHEMES_THAT_RUN_LONG:
+        assert g[f"change_{s}"] == pytest.approx(g[f"loss_far_{s}"] - g[f"loss_trained_{s}"], abs=1e-5), s
+    # Exercise 4 (b): the windowed far loss sits <gap> above RoPE's loss on the trained positions
+    assert g["ex4_window_gap"] == pytest.approx(g["ex4_window_loss_far"] - g["loss_trained_rope"], abs=1e-5)
+
+
+def test_rope_positions_span_what_the_prose_says(g):
+    # "absolute positions n from 0 to 5000", the query Delta = 0..63 steps later
+    assert g["rope_max_position"] == 5000 + 63
+
+
+def test_alibi_uniform_distance_and_infinite_window_closed_forms(g):
+    import math
+
+    # a uniform average over T_WINDOW keys at distances 0..T-1 has mean (T - 1) / 2
+    assert g["alibi_uniform_mean_distance"] == pytest.approx((g["T_WINDOW"] - 1) / 2)
+    # T -> infinity: r / (1 - r) = 1 / (e^m - 1) with slopes m_1 = 1/2 and m_8 = 1/256 (H = 8)
+    assert g["ex3_infinite_head1"] == pytest.approx(1 / math.expm1(1 / 2), rel=1e-6)
+    assert g["ex3_infinite_head8"] == pytest.approx(1 / math.expm1(1 / 256), rel=1e-6)
+
+
+def test_seen_row_gradients_have_the_size_the_set_up_implies(g):
+    import math
+
+    # loss = mean over B x T x d = 8 x 32 x 32 elements of (token + E[p])^2, tokens and rows N(0, 1):
+    # dL/dE[p] = 2/(B T d) * sum_b (token[b, p] + E[p]), each coordinate N(0, B + B^2) = N(0, 72),
+    # so a row's norm is 2 sqrt(72) chi_32 / 8192, typically 2 sqrt(72 * 31.5) / 8192 = 0.0116.
+    # The smallest of 32 such rows lies below that typical size (all 32 above it: p ~ 2^-32) and
+    # above half of it (chi^2_32 < 8: p ~ 1e-5 per row).
+    B, T, d = 8, g["T_TABLE"], g["learned_table_params"] // g["T_TABLE"]
+    typical = 2 * math.sqrt((B + B**2) * (d - 0.5)) / (B * T * d)
+    assert 0.5 * typical < g["learned_seen_grad_min"] < typical
