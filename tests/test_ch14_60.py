@@ -175,3 +175,60 @@ def test_diversity_likelihood_dial(g):
     assert g["loglik_greedy"] > max(g["loglik_topk5"], g["loglik_topp09"], g["loglik_T05"])
     # "on real text this model's average entropy is close to its samples' score"
     assert abs(g["mean_entropy_real"] + g["loglik_T10"]) == pytest.approx(g["sample_entropy_gap"], abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def validation_stats():
+    """The notebook's 256 validation windows through §14.59's cached GPT, and what §14.60 measures on them.
+
+    Recomputed here from the cache (no glued value): one forward pass of (256, 64) characters.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from helpers import cache, charlm
+    from helpers.gpt import gpt_from_chargpt_state
+    from helpers.sampling import filter_logits
+
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
+    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
+    _, val, tok = charlm.load_corpus()
+    n_windows, keep = 256, 32  # the notebook's N_WINDOWS and KEEP
+    with torch.no_grad():
+        starts = torch.linspace(0, len(val) - gpt.context - 2, n_windows).long()
+        x = val[starts[:, None] + torch.arange(gpt.context)]
+        y = val[starts[:, None] + torch.arange(gpt.context) + 1]
+        z = gpt(x)[0].double()
+    usable = torch.arange(gpt.context).expand(n_windows, -1) >= keep - 1
+    space = tok.encode(" ")[0]
+    letters = torch.tensor(sorted(set(tok.encode("abcdefghijklmnopqrstuvwxyz"))))
+    after_space = usable & (x == space)
+    after_letter = usable & torch.isin(x, letters) & torch.isin(y, letters)
+    size = torch.isfinite(filter_logits(z, top_p=0.9)).sum(-1)
+    p_sorted = z.softmax(-1).sort(-1, descending=True).values
+    zu, yu = z[usable], y[usable]
+    temps = [round(0.5 + 0.05 * i, 2) for i in range(31)]
+    losses = {T: float(F.cross_entropy(zu / T, yu)) for T in temps}
+    log_p = z.log_softmax(-1)
+    return {
+        "nucleus_mid_median": float(size[after_letter].double().median()),
+        "nucleus_start_median": float(size[after_space].double().median()),
+        "nucleus_single_share": float((size[usable] == 1).double().mean()),
+        "nucleus_max": int(size[usable].max()),
+        "k5_too_many_share": float((size[usable] < 5).double().mean()),
+        "outside5_start_median": float((1 - p_sorted[after_space][:, :5].sum(-1)).median()),
+        "val_loss_T05": losses[0.5],
+        "val_loss_T15": losses[1.5],
+        "best_T_gain": losses[1.0] - min(losses.values()),
+        "mean_entropy_real": float(-(log_p.exp() * log_p).sum(-1)[usable].mean()),
+        **{f"excluded_{name}": float((~torch.isfinite(filter_logits(zu, **rule)).gather(1, yu[:, None])).double().mean())
+           for name, rule in [("k5", dict(top_k=5)), ("p09", dict(top_p=0.9)), ("p05", dict(top_p=0.5))]},
+    }
+
+
+def test_validation_statistics_recomputed_from_the_cached_model(g, validation_stats):
+    # the nucleus sizes, the temperature curve and the exclusion rates the prose shows,
+    # recomputed from the cached weights (float64 logits: agreement to rounding)
+    for key, value in validation_stats.items():
+        assert g[key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
