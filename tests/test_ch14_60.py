@@ -232,3 +232,45 @@ def test_validation_statistics_recomputed_from_the_cached_model(g, validation_st
     # recomputed from the cached weights (float64 logits: agreement to rounding)
     for key, value in validation_stats.items():
         assert g[key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+
+
+@pytest.fixture(scope="module")
+def greedy_and_beam():
+    """Exercise 3 rerun from the cache (no glued value): the first of the notebook's 16 prompts,
+    continued for 30 characters greedily and by beam search of width 8, with full forward passes
+    (32 + 30 characters fit in the 64-character window, so no restart is involved)."""
+    import torch
+
+    from helpers import cache, charlm
+    from helpers.gpt import gpt_from_chargpt_state
+
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
+    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
+    _, val, tok = charlm.load_corpus()
+    L, n = 32, 30  # the notebook's PROMPT_LEN and BEAM_CHARS
+    with torch.no_grad():
+        newlines = torch.nonzero(val == tok.encode("\n")[0])[:, 0]
+        first_end = newlines[newlines >= L][0]
+        prompt = val[first_end - L + 1:first_end + 1]
+        seq, greedy = prompt, 0.0
+        for _ in range(n):
+            lp = gpt(seq[None])[0][0, -1].log_softmax(-1)
+            nxt = int(lp.argmax())
+            greedy += float(lp[nxt])
+            seq = torch.cat([seq, torch.tensor([nxt])])
+        beams = [(0.0, prompt)]
+        for _ in range(n):
+            seqs = torch.stack([s for _, s in beams])
+            lp = gpt(seqs)[0][:, -1].log_softmax(-1)
+            scores = torch.tensor([score for score, _ in beams])[:, None] + lp
+            top = torch.topk(scores.flatten(), 8)
+            beams = [(float(v), torch.cat([beams[i // lp.shape[1]][1], torch.tensor([i % lp.shape[1]])]))
+                     for v, i in zip(top.values, top.indices.tolist())]
+    return {"greedy_short_logp": greedy, "beam_logp": beams[0][0]}
+
+
+def test_exercise_3_recomputed_from_the_cached_model(g, greedy_and_beam):
+    # summed float32 log-probabilities from another batch layout: agreement to rounding
+    for key in ("greedy_short_logp", "beam_logp"):
+        assert g[key] == pytest.approx(greedy_and_beam[key], rel=1e-4), key
