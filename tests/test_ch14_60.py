@@ -206,12 +206,16 @@ def validation_stats():
     after_space = usable & (x == space)
     after_letter = usable & torch.isin(x, letters) & torch.isin(y, letters)
     size = torch.isfinite(filter_logits(z, top_p=0.9)).sum(-1)
+    log_p = z.log_softmax(-1)
+    entropy = -(log_p.exp() * log_p).sum(-1)
+    idx, h = torch.nonzero(after_letter), entropy[after_letter]
+    mid_word = tuple(idx[torch.argsort(h)[len(h) // 2]].tolist())  # the median-entropy mid-word position
     p_sorted = z.softmax(-1).sort(-1, descending=True).values
     zu, yu = z[usable], y[usable]
     temps = [round(0.5 + 0.05 * i, 2) for i in range(31)]
     losses = {T: float(F.cross_entropy(zu / T, yu)) for T in temps}
-    log_p = z.log_softmax(-1)
     return {
+        "nucleus_mid_example": int(size[mid_word]),
         "nucleus_mid_median": float(size[after_letter].double().median()),
         "nucleus_start_median": float(size[after_space].double().median()),
         "nucleus_single_share": float((size[usable] == 1).double().mean()),
@@ -221,7 +225,7 @@ def validation_stats():
         "val_loss_T05": losses[0.5],
         "val_loss_T15": losses[1.5],
         "best_T_gain": losses[1.0] - min(losses.values()),
-        "mean_entropy_real": float(-(log_p.exp() * log_p).sum(-1)[usable].mean()),
+        "mean_entropy_real": float(entropy[usable].mean()),
         **{f"excluded_{name}": float((~torch.isfinite(filter_logits(zu, **rule)).gather(1, yu[:, None])).double().mean())
            for name, rule in [("k5", dict(top_k=5)), ("p09", dict(top_p=0.9)), ("p05", dict(top_p=0.5))]},
     }
@@ -274,3 +278,13 @@ def test_exercise_3_recomputed_from_the_cached_model(g, greedy_and_beam):
     # summed float32 log-probabilities from another batch layout: agreement to rounding
     for key in ("greedy_short_logp", "beam_logp"):
         assert g[key] == pytest.approx(greedy_and_beam[key], rel=1e-4), key
+
+
+def test_first_prompt_as_printed(g):
+    # "the prompt_len characters of validation text that end at ... line breaks"
+    import ast
+
+    nb = load_executed(STEM)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and 'glue("prompt_len"' in "".join(c["source"]))
+    printed = ast.literal_eval("".join("".join(o["text"]) for o in cell["outputs"] if o.get("output_type") == "stream"))
+    assert len(printed) == g["prompt_len"] and printed.endswith("\n")
