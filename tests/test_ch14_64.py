@@ -256,3 +256,22 @@ def order_gaps():
 def test_order_gaps_recomputed(g, order_gaps):
     for key, value in order_gaps.items():
         assert g[key] == pytest.approx(value, rel=1e-4), key
+
+
+@pytest.fixture(scope="module")
+def m4_per_series(m4_owa):
+    """Per-series test MASE of the best classical method (chosen on validation) and of the ensemble."""
+    owa, _ = m4_owa
+    best = owa.drop(index=NEURAL)["validation mean"].idxmin()
+    m4 = cache.load_cache(m4benchmark.CACHE_NAME, code=m4benchmark.cache_code(), config=m4benchmark.cache_config())
+    _, histories, actual = m4benchmark.load_series()
+    test_index = list(m4benchmark.ORIGINS).index("test")
+    mase = {name: m4benchmark.scores(m4.tensors[f"forecast.{name}"][test_index].double().numpy(), histories, actual)["MASE"]
+            for name in (best, NEURAL)}
+    return {"n_obs": int(sum(len(h) for h in histories)),
+            "share_classical_better": float((mase[best] < mase[NEURAL]).mean())}
+
+
+def test_m4_split_verdict_recounted(g, m4_per_series):
+    assert g["m4_n_obs"] == m4_per_series["n_obs"]
+    assert g["m4_share_classical_better"] == pytest.approx(m4_per_series["share_classical_better"], rel=1e-12)
