@@ -60,13 +60,63 @@ def test_exercise_solutions(g):
     assert g["n_self_pair_merges"] >= 1, "the caveat about pairs (x, x) is not vacuous here"
 
 
-def test_self_pair_merges_recounted(g):
-    from helpers.data import load_tiny_shakespeare
-    from helpers.tokenization import BPETokenizer, train_val_split
+@pytest.fixture(scope="module")
+def corpus():
+    """The notebook's split of tiny Shakespeare and its word counts (no glued value)."""
+    from collections import Counter
 
-    train_text, _ = train_val_split(load_tiny_shakespeare())
-    bpe = BPETokenizer.train(train_text, 512)
-    assert g["n_self_pair_merges"] == sum(a == b for a, b in bpe.merges)
-    assert g["first_merge_count"] == bpe.merge_counts[0]
+    from helpers.data import load_tiny_shakespeare
+    from helpers.tokenization import pretokenize, train_val_split
+
+    train_text, val_text = train_val_split(load_tiny_shakespeare(), frac=0.9)
+    word_counts = Counter(pretokenize(train_text))
+    val_words = pretokenize(val_text)
+    unknown = [w for w in val_words if w not in word_counts]
+    return {"train_text": train_text, "n_word_vocab": len(word_counts),
+            "word_oov_rate": len(unknown) / len(val_words), "word_oov_types": len(set(unknown))}
+
+
+@pytest.fixture(scope="module")
+def bpe512(corpus):
+    from helpers.tokenization import BPETokenizer
+
+    return BPETokenizer.train(corpus["train_text"], 512)
+
+
+def test_self_pair_merges_recounted(g, bpe512):
+    assert g["n_self_pair_merges"] == sum(a == b for a, b in bpe512.merges)
+    assert g["first_merge_count"] == bpe512.merge_counts[0]
     assert g["merge_counts_non_increasing"] is True
     assert g["tokyo_tokens"] == 15
+
+
+# ---- guards added for the claims check (issue 11 item 3) -------------------------------------
+
+def test_word_vocabulary_and_unknown_words_recounted(g, corpus):
+    for key in ("n_word_vocab", "word_oov_types"):
+        assert g[key] == corpus[key], key
+    assert g["word_oov_rate"] == pytest.approx(corpus["word_oov_rate"], rel=1e-12)
+
+
+def test_cafe_spelled_two_ways(g, bpe512):
+    assert g["cafe_composed_tokens"] == len(bpe512.encode(" caf\u00e9"))
+    assert g["cafe_decomposed_tokens"] == len(bpe512.encode(" cafe\u0301"))
+    # the combining accent is two UTF-8 bytes where the precomposed letter's pair may have been merged
+    assert g["cafe_decomposed_tokens"] - g["cafe_composed_tokens"] <= 2
+
+
+def test_vocabulary_trade_off_endpoints(g, corpus):
+    # at 256 entries every token is one byte and the text is ASCII: one character per token, so the
+    # gain from 256 to 512 is the 512 vocabulary's ratio minus one
+    assert g["cpt_256_512_gain"] == pytest.approx(g["bpe_ratio_512"] - 1, rel=1e-9)
+    # the average training count at 4,096 entries is the training text's token count over 4,096;
+    # cpt_4096 is measured on validation text; the training text the merges were fitted on compresses
+    # at least as well, but not by a third more, so per_entry * cpt * 4096 / len(train) is in (0.75, 1]
+    n_train = len(corpus["train_text"])
+    assert 0.75 < g["per_entry_4096"] * g["cpt_4096"] * 4096 / n_train <= 1
+    assert g["per_entry_256"] == pytest.approx(n_train / 256, rel=1e-9), "one token per byte"
+
+
+def test_hugging_face_factor_is_the_ratio_of_the_two_times(g):
+    # "took hf_seconds s against our bpe_seconds s, a factor of hf_speedup"
+    assert g["hf_speedup"] == pytest.approx(g["bpe_seconds"] / g["hf_seconds"], rel=1e-9)

@@ -40,19 +40,32 @@ def test_baseline_ordering_on_validation(g):
     assert g["bigram_val_nats"] > g["bigram_train_nats"]
 
 
-def test_uniform_closed_forms_and_unseen_bigrams_recounted(g):
+@pytest.fixture(scope="module")
+def codes():
+    """The notebook's split, encoded with the training vocabulary (no glued value)."""
     import numpy as np
 
     from helpers.data import load_tiny_shakespeare
     from helpers.tokenization import CharTokenizer, train_val_split
 
-    assert g["uniform_val_bits"] == pytest.approx(math.log2(65)) and g["uniform_val_ppl"] == pytest.approx(65)
-    train_text, val_text = train_val_split(load_tiny_shakespeare())
+    text = load_tiny_shakespeare()
+    train_text, val_text = train_val_split(text)
     tok = CharTokenizer.fit(train_text)
-    tr, va = np.array(tok.encode(train_text)), np.array(tok.encode(val_text))
+    return {"all": np.array(tok.encode(text), dtype=np.int64), "n_train": len(train_text), "V": tok.vocab_size,
+            "train": np.array(tok.encode(train_text)), "val": np.array(tok.encode(val_text))}
+
+
+@pytest.fixture(scope="module")
+def unseen_bigrams(codes):
+    tr, va = codes["train"], codes["val"]
     seen = set(zip(tr[:-1].tolist(), tr[1:].tolist()))
-    unseen = [p for p in zip(va[:-1].tolist(), va[1:].tolist()) if p not in seen]
-    assert g["n_unseen_bigrams"] == len(unseen) and g["n_unseen_bigrams_distinct"] == len(set(unseen))
+    return [p for p in zip(va[:-1].tolist(), va[1:].tolist()) if p not in seen]
+
+
+def test_uniform_closed_forms_and_unseen_bigrams_recounted(g, unseen_bigrams):
+    assert g["uniform_val_bits"] == pytest.approx(math.log2(65)) and g["uniform_val_ppl"] == pytest.approx(65)
+    assert g["n_unseen_bigrams"] == len(unseen_bigrams)
+    assert g["n_unseen_bigrams_distinct"] == len(set(unseen_bigrams))
 
 
 def test_unseen_bigrams_need_smoothing(g):
@@ -90,3 +103,70 @@ def test_exercise_solutions(g, glued):
     assert g["bpe_unigram_bpc"] < g["unigram_val_bits"], "better per character"
     # the same 512-token tokenizer on the same validation text as §14.57 (cross-section oracle)
     assert g["bpe_chars_per_token"] == pytest.approx(glued("14_57_tokenization")["bpe_ratio_512"], rel=1e-12)
+
+
+# ---- guards added for the claims check (issue 11 item 3) -------------------------------------
+
+def test_gains_are_differences_of_the_shown_cross_entropies(g):
+    # "saves x bits per character over the uniform guess; knowing the previous character saves another y"
+    assert g["unigram_gain_bits"] == pytest.approx(g["uniform_val_bits"] - g["unigram_val_bits"], rel=1e-9)
+    assert g["bigram_gain_bits"] == pytest.approx(g["unigram_val_bits"] - g["bigram_val_bits"], rel=1e-9)
+    assert g["bigram_k_effect"] == pytest.approx(abs(g["bigram_k001_val_nats"] - g["bigram_val_nats"]))
+    # bpc = bits per token / characters per token
+    assert g["bpe_unigram_bpc"] == pytest.approx(g["bpe_unigram_bits_per_token"] / g["bpe_chars_per_token"], rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def ngram_curves(codes):
+    """The add-0.01 n-gram curves of orders 1..7 (training, contiguous validation, random blocks),
+    recomputed here with the notebook's random-block draw (seed 1458, blocks of 256, 10 % validation)."""
+    import numpy as np
+
+    x, n_train, V = codes["all"], codes["n_train"], codes["V"]
+    k, rng, rows = 0.01, np.random.default_rng(1458), {}
+    for n in range(1, 8):
+        m = len(x) - n + 1
+        ctx = np.zeros(m, dtype=np.int64)
+        for j in range(n - 1):
+            ctx = ctx * V + x[j:j + m]
+        nxt = x[n - 1:]
+        first = np.arange(m)
+        last = first + n - 1
+        in_train, in_val = last < n_train, first >= n_train
+        r_val = (rng.random(last.max() // 256 + 1) < 0.1)[last // 256]
+
+        def nats(fit, ev):
+            joint = ctx[fit] * V + nxt[fit]
+            uj, cj = np.unique(joint, return_counts=True)
+            uc, cc = np.unique(ctx[fit], return_counts=True)
+            q, qc = ctx[ev] * V + nxt[ev], ctx[ev]
+            ij, ic = np.minimum(np.searchsorted(uj, q), len(uj) - 1), np.minimum(np.searchsorted(uc, qc), len(uc) - 1)
+            num = np.where(uj[ij] == q, cj[ij], 0) + k
+            den = np.where(uc[ic] == qc, cc[ic], 0) + k * V
+            return float(-np.log(num / den).mean())
+
+        rows[n] = {"train": nats(in_train, in_train), "val": nats(in_train, in_val), "random": nats(~r_val, r_val)}
+    return rows
+
+
+def test_ngram_curve_recomputed(g, ngram_curves):
+    top, best = g["max_order"], g["best_order"]
+    assert top == max(ngram_curves)
+    assert g["max_order_train_nats"] == pytest.approx(ngram_curves[top]["train"], rel=1e-9)
+    assert g["max_order_val_nats"] == pytest.approx(ngram_curves[top]["val"], rel=1e-9)
+    assert g["random_optimism_best"] == pytest.approx(ngram_curves[best]["val"] - ngram_curves[best]["random"], rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def leaky_bigram(codes):
+    """Add-one bigram fitted on training + validation text, scored on validation."""
+    import numpy as np
+
+    x, V, va = codes["all"], codes["V"], codes["val"]
+    counts = np.bincount(x[:-1] * V + x[1:], minlength=V * V).reshape(V, V).astype(float)
+    P = (counts + 1) / (counts.sum(axis=1, keepdims=True) + V)
+    return float(-np.log(P[va[:-1], va[1:]]).mean())
+
+
+def test_leaky_bigram_recomputed(g, leaky_bigram):
+    assert g["leaky_bigram_val_nats"] == pytest.approx(leaky_bigram, rel=1e-9)

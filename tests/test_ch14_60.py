@@ -76,3 +76,215 @@ def test_exercise_solutions(g):
     assert g["beam_logp"] > g["greedy_short_logp"], "beam search finds a more probable continuation"
     assert g["beam_logp"] - g["greedy_short_logp"] > 3, "by a clear margin over 30 characters"
     assert g["loglik_minp"] > g["loglik_T10"]
+
+
+# ---- guards added for the claims check (issue 11 item 3) -------------------------------------
+
+import math
+import re
+
+import pytest
+
+from conftest import load_executed
+
+
+@pytest.fixture(scope="module")
+def greedy_printout():
+    """What the long greedy run prints: the onsets of its cycles and the most common cycle."""
+    nb = load_executed(STEM)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "periodic_tail" in "".join(cell["source"]):
+            text = "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+            onsets = [int(x) for x in re.search(r"onsets \[([^\]]*)\]", text).group(1).split(",")]
+            cycle = text.split("continuations):\n", 1)[1][:-1]  # print() adds one newline
+            return {"onsets": onsets, "cycle": cycle}
+    pytest.fail("the notebook no longer prints the greedy cycles")
+
+
+def test_restart_rule_costs_about_two_positions_per_character(g):
+    # "at a cost of about two positions per generated character": a refill reads `keep` characters
+    # and then yields context - keep new ones, so each one costs context / (context - keep) positions
+    cost = g["context"] / (g["context"] - g["keep"])
+    assert 1.5 <= cost <= 2.5
+    # the usable positions are those of each window with at least `keep` characters of context
+    assert g["n_usable"] == g["n_windows"] * (g["context"] - g["keep"] + 1)
+
+
+@pytest.fixture(scope="module")
+def corpus_vocabulary():
+    from helpers.data import load_tiny_shakespeare
+    return len(set(load_tiny_shakespeare()))
+
+
+def test_vocabulary_is_the_corpus_alphabet(g, corpus_vocabulary):
+    # "Temperature keeps all V characters": the character vocabulary of tiny Shakespeare
+    assert g["V"] == corpus_vocabulary
+
+
+def test_definitions_agree_to_float64_rounding(g):
+    # the text shows the agreement as float rounding in double precision: a few ulps of 1
+    assert g["definition_error"] < 1e-13
+
+
+def test_word_start_example_is_self_consistent(g):
+    H, p1, m5, kept, V = (g[k] for k in ("example_entropy", "example_p_top", "example_mass_top5",
+                                           "example_kept_top_p", "V"))
+    # entropy lies between the min-entropy -log p_(1) and the uniform log V
+    assert -math.log(p1) <= H <= math.log(V)
+    # the five largest hold at most 5 p_(1), and at least their share 5/kept of the nucleus' >= 0.9
+    assert 5 / kept * 0.9 <= m5 <= 5 * p1
+    # every character after the fifth has probability <= m5 / 5, so reaching 0.9 needs this many
+    assert kept >= 5 + 5 * (0.9 - m5) / m5
+    # T = 0.5 gives p_(1)^2 / sum p^2, where sum p^2 >= e^{-H} (Renyi: H2 <= H)
+    # and sum p^2 <= p_(1) m5 + (m5 / 5)(1 - m5) (the top five, then the rest each <= m5 / 5)
+    cold = g["example_p_top_cold"]
+    assert p1 ** 2 / (p1 * m5 + m5 * (1 - m5) / 5) <= cold <= p1 ** 2 * math.exp(H)
+    # T = 1.5 gives p_(1)^(2/3) / sum p^(2/3), and sum p^(2/3) <= V^(1/3) (Hoelder)
+    assert g["example_p_top_hot"] >= p1 ** (2 / 3) / V ** (1 / 3)
+    # "at the word start it holds 15": the same word-start example as the nucleus above
+    assert g["nucleus_start_example"] == kept
+
+
+def test_a_fixed_k_is_wrong_both_ways_on_disjoint_positions(g):
+    # "more characters than the nucleus at x% and fewer at y%": disjoint sets of positions
+    assert g["k5_too_many_share"] + g["k5_too_few_share"] <= 1
+    # a nucleus of a single character is one where k = 5 keeps more
+    assert g["k5_too_many_share"] >= g["nucleus_single_share"]
+
+
+def test_greedy_cycles_as_printed(g, greedy_printout):
+    # "the same 99 characters printed above"
+    assert len(greedy_printout["cycle"]) == g["cycle_period"]
+    # "after between onset_min and onset_max characters"
+    assert (g["onset_min"], g["onset_max"]) == (min(greedy_printout["onsets"]), max(greedy_printout["onsets"]))
+    assert len(greedy_printout["onsets"]) == g["n_looping"]
+    # only n_cycles distinct cycles, n_main_cycle of them the same one
+    assert (g["n_main_cycle"] < g["n_looping"]) == (g["n_cycles"] > 1)
+    assert g["n_cycles"] <= g["n_looping"] - g["n_main_cycle"] + 1
+    # the median greedy continuation's repeated 10-grams, glued twice
+    assert g["repeated_greedy"] == g["greedy_repeated_median"]
+    assert g["greedy_repeated_min"] <= g["greedy_repeated_median"]
+
+
+def test_diversity_likelihood_dial(g):
+    # "the share of real words falls from T = 0.5 to T = 1.5", greedy (T -> 0) first
+    assert g["known_greedy"] >= g["known_T05"] > g["known_T10"] > g["known_T15"]
+    # the log-likelihood keeps falling along the sweep
+    assert g["loglik_T10"] > g["loglik_T125"] > g["loglik_T15"]
+    # greedy text is more probable than any sampled setting, truncated ones included
+    assert g["loglik_greedy"] > max(g["loglik_topk5"], g["loglik_topp09"], g["loglik_T05"])
+    # "on real text this model's average entropy is close to its samples' score"
+    assert abs(g["mean_entropy_real"] + g["loglik_T10"]) == pytest.approx(g["sample_entropy_gap"], abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def validation_stats():
+    """The notebook's 256 validation windows through §14.59's cached GPT, and what §14.60 measures on them.
+
+    Recomputed here from the cache (no glued value): one forward pass of (256, 64) characters.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from helpers import cache, charlm
+    from helpers.gpt import gpt_from_chargpt_state
+    from helpers.sampling import filter_logits
+
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
+    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
+    _, val, tok = charlm.load_corpus()
+    n_windows, keep = 256, 32  # the notebook's N_WINDOWS and KEEP
+    with torch.no_grad():
+        starts = torch.linspace(0, len(val) - gpt.context - 2, n_windows).long()
+        x = val[starts[:, None] + torch.arange(gpt.context)]
+        y = val[starts[:, None] + torch.arange(gpt.context) + 1]
+        z = gpt(x)[0].double()
+    usable = torch.arange(gpt.context).expand(n_windows, -1) >= keep - 1
+    space = tok.encode(" ")[0]
+    letters = torch.tensor(sorted(set(tok.encode("abcdefghijklmnopqrstuvwxyz"))))
+    after_space = usable & (x == space)
+    after_letter = usable & torch.isin(x, letters) & torch.isin(y, letters)
+    size = torch.isfinite(filter_logits(z, top_p=0.9)).sum(-1)
+    log_p = z.log_softmax(-1)
+    entropy = -(log_p.exp() * log_p).sum(-1)
+    idx, h = torch.nonzero(after_letter), entropy[after_letter]
+    mid_word = tuple(idx[torch.argsort(h)[len(h) // 2]].tolist())  # the median-entropy mid-word position
+    p_sorted = z.softmax(-1).sort(-1, descending=True).values
+    zu, yu = z[usable], y[usable]
+    temps = [round(0.5 + 0.05 * i, 2) for i in range(31)]
+    losses = {T: float(F.cross_entropy(zu / T, yu)) for T in temps}
+    return {
+        "nucleus_mid_example": int(size[mid_word]),
+        "nucleus_mid_median": float(size[after_letter].double().median()),
+        "nucleus_start_median": float(size[after_space].double().median()),
+        "nucleus_single_share": float((size[usable] == 1).double().mean()),
+        "nucleus_max": int(size[usable].max()),
+        "k5_too_many_share": float((size[usable] < 5).double().mean()),
+        "outside5_start_median": float((1 - p_sorted[after_space][:, :5].sum(-1)).median()),
+        "val_loss_T05": losses[0.5],
+        "val_loss_T15": losses[1.5],
+        "best_T_gain": losses[1.0] - min(losses.values()),
+        "mean_entropy_real": float(entropy[usable].mean()),
+        **{f"excluded_{name}": float((~torch.isfinite(filter_logits(zu, **rule)).gather(1, yu[:, None])).double().mean())
+           for name, rule in [("k5", dict(top_k=5)), ("p09", dict(top_p=0.9)), ("p05", dict(top_p=0.5))]},
+    }
+
+
+def test_validation_statistics_recomputed_from_the_cached_model(g, validation_stats):
+    # the nucleus sizes, the temperature curve and the exclusion rates the prose shows,
+    # recomputed from the cached weights (float64 logits: agreement to rounding)
+    for key, value in validation_stats.items():
+        assert g[key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+
+
+@pytest.fixture(scope="module")
+def greedy_and_beam():
+    """Exercise 3 rerun from the cache (no glued value): the first of the notebook's 16 prompts,
+    continued for 30 characters greedily and by beam search of width 8, with full forward passes
+    (32 + 30 characters fit in the 64-character window, so no restart is involved)."""
+    import torch
+
+    from helpers import cache, charlm
+    from helpers.gpt import gpt_from_chargpt_state
+
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
+    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
+    _, val, tok = charlm.load_corpus()
+    L, n = 32, 30  # the notebook's PROMPT_LEN and BEAM_CHARS
+    with torch.no_grad():
+        newlines = torch.nonzero(val == tok.encode("\n")[0])[:, 0]
+        first_end = newlines[newlines >= L][0]
+        prompt = val[first_end - L + 1:first_end + 1]
+        seq, greedy = prompt, 0.0
+        for _ in range(n):
+            lp = gpt(seq[None])[0][0, -1].log_softmax(-1)
+            nxt = int(lp.argmax())
+            greedy += float(lp[nxt])
+            seq = torch.cat([seq, torch.tensor([nxt])])
+        beams = [(0.0, prompt)]
+        for _ in range(n):
+            seqs = torch.stack([s for _, s in beams])
+            lp = gpt(seqs)[0][:, -1].log_softmax(-1)
+            scores = torch.tensor([score for score, _ in beams])[:, None] + lp
+            top = torch.topk(scores.flatten(), 8)
+            beams = [(float(v), torch.cat([beams[i // lp.shape[1]][1], torch.tensor([i % lp.shape[1]])]))
+                     for v, i in zip(top.values, top.indices.tolist())]
+    return {"greedy_short_logp": greedy, "beam_logp": beams[0][0]}
+
+
+def test_exercise_3_recomputed_from_the_cached_model(g, greedy_and_beam):
+    # summed float32 log-probabilities from another batch layout: agreement to rounding
+    for key in ("greedy_short_logp", "beam_logp"):
+        assert g[key] == pytest.approx(greedy_and_beam[key], rel=1e-4), key
+
+
+def test_first_prompt_as_printed(g):
+    # "the prompt_len characters of validation text that end at ... line breaks"
+    import ast
+
+    nb = load_executed(STEM)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and 'glue("prompt_len"' in "".join(c["source"]))
+    printed = ast.literal_eval("".join("".join(o["text"]) for o in cell["outputs"] if o.get("output_type") == "stream"))
+    assert len(printed) == g["prompt_len"] and printed.endswith("\n")

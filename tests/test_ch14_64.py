@@ -165,3 +165,145 @@ def test_generation_counts_match_their_closed_forms(g):
     assert g["kv_bytes_last_KiB"] == L * 2 * (g["ctx_last"] + 1) * d * 4 / 1024, "K and V per layer, float32"
     assert 0.9 * (g["ctx_last"] + 1) < g["dec_nocache_over_cache"] < 1.1 * (g["ctx_last"] + 1)
     assert g["lm_minutes"] == pytest.approx(g["lm_seconds"] / 60)
+
+
+# ---- guards added for the claims check (issue 11 item 3) -------------------------------------
+
+import numpy as np
+
+
+@pytest.fixture(scope="module")
+def text_curves():
+    """§14.59's cached learning curves, read as the notebook reads them (no glued value)."""
+    lm = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    curve = {kind: pd.DataFrame(lm.results[kind]["curve"]) for kind in ("gpt", "lstm")}
+    tps = {kind: lm.results[kind]["tokens_per_s"] for kind in ("gpt", "lstm")}
+    gpt_chars = lm.results["gpt"]["train_seconds"] * tps["gpt"] / 1e6
+    lstm_chars = curve["lstm"]["seconds"] * tps["lstm"] / 1e6
+    return {
+        "n_evals": len(curve["lstm"]),
+        "lstm_ahead": int((curve["lstm"]["val_loss"].to_numpy() < curve["gpt"]["val_loss"].to_numpy()).sum()),
+        "tps_ratio": tps["lstm"] / tps["gpt"],
+        "gpt_chars_M": gpt_chars,
+        "lstm_at_gpt_chars": float(np.interp(gpt_chars, lstm_chars, curve["lstm"]["val_loss"])),
+    }
+
+
+def test_text_comparison_recomputed_from_the_cached_curves(g, text_curves):
+    for key in ("n_evals", "lstm_ahead"):
+        assert g[key] == text_curves[key], key
+    for key in ("tps_ratio", "gpt_chars_M", "lstm_at_gpt_chars"):
+        assert g[key] == pytest.approx(text_curves[key], rel=1e-9), key
+
+
+@pytest.fixture(scope="module")
+def nbeats_parameter_count():
+    m4 = cache.load_cache(m4benchmark.CACHE_NAME, code=m4benchmark.cache_code(), config=m4benchmark.cache_config())
+    return int(sum(v.numel() for k, v in m4.tensors.items() if k.startswith("model")))
+
+
+def test_m4_costs_and_sizes_from_the_cache(g, m4_owa, nbeats_parameter_count):
+    owa, _ = m4_owa
+    assert math.isclose(g["m4_best_classical_seconds"], owa.loc[g["m4_best_classical"], "seconds"])
+    assert g["nbeats_params"] == nbeats_parameter_count
+    # the 414 M4 Hourly series have between 700 and 960 observations each (Makridakis et al. 2020)
+    assert 414 * 700 <= g["m4_n_obs"] <= 414 * 960
+
+
+def test_reach_ratios_are_the_ratios_of_the_reaches(g):
+    assert g["reach_lstm_over_rnn"] == pytest.approx(g["reach_lstm"] / g["reach_rnn"], rel=1e-9)
+    assert g["reach_attention_over_lstm"] == pytest.approx(g["reach_attention"] / g["reach_lstm"], rel=1e-9)
+    assert g["reach_lag"] == g["reach_T"] - 1, "the first input of the sequence"
+
+
+def test_cost_closed_forms(g):
+    d, T, T_half = g["cost_d"], g["T_max"], g["T_half"]
+    assert T_half * 2 == T, "doubling from T_half to T_max"
+    assert g["T_min"] <= g["flops_equal_T"] < T_half, "the break-even is a length of the measured grid"
+    # full causal attention counts 8 T d^2 (projections) + 4 T^2 d (scores and values), the LSTM 16 T d^2:
+    # they are equal at T = 2d, as the text says; the glued ratios follow
+    assert g["flop_full_over_lstm"] == pytest.approx((8 * T * d**2 + 4 * T**2 * d) / (16 * T * d**2), rel=1e-6)
+    assert g["flop_growth_full"] == pytest.approx(2 * (2 * d + T) / (2 * d + T_half), rel=1e-6)
+    # "the quadratic T x T term taking over": a quadratic's factor on doubling approaches 4 from below
+    assert 3.4 < g["mem_growth_full"] <= 4
+
+
+@pytest.fixture(scope="module")
+def order_gaps():
+    """The order cell of the notebook, rerun: same seed, same layers, same draws."""
+    import torch
+    from torch import nn
+
+    from helpers.attention import MultiHeadAttention, causal_mask
+    from helpers.positional import sinusoidal_encoding
+
+    T, D = 20, 32
+    torch.manual_seed(1464)
+    attn = MultiHeadAttention(D, n_heads=4)
+    lstm = nn.LSTM(D, D, batch_first=True)
+    x = torch.randn(1, T, D)
+    perm = torch.randperm(T)
+    pe, mask = sinusoidal_encoding(T, D), causal_mask(T)
+    with torch.no_grad():
+        return {
+            "order_pos": (attn(x[:, perm] + pe)[0] - attn(x + pe)[0][:, perm]).abs().max().item(),
+            "order_causal": (attn(x[:, perm], mask)[0] - attn(x, mask)[0][:, perm]).abs().max().item(),
+            "order_lstm": (lstm(x[:, perm])[0] - lstm(x)[0][:, perm]).abs().max().item(),
+            "order_scale": attn(x)[0].abs().mean().item(),
+        }
+
+
+def test_order_gaps_recomputed(g, order_gaps):
+    for key, value in order_gaps.items():
+        assert g[key] == pytest.approx(value, rel=1e-4), key
+
+
+@pytest.fixture(scope="module")
+def m4_per_series(m4_owa):
+    """Per-series test MASE of the best classical method (chosen on validation) and of the ensemble."""
+    owa, _ = m4_owa
+    best = owa.drop(index=NEURAL)["validation mean"].idxmin()
+    m4 = cache.load_cache(m4benchmark.CACHE_NAME, code=m4benchmark.cache_code(), config=m4benchmark.cache_config())
+    _, histories, actual = m4benchmark.load_series()
+    test_index = list(m4benchmark.ORIGINS).index("test")
+    mase = {name: m4benchmark.scores(m4.tensors[f"forecast.{name}"][test_index].double().numpy(), histories, actual)["MASE"]
+            for name in (best, NEURAL)}
+    return {"n_obs": int(sum(len(h) for h in histories)),
+            "share_classical_better": float((mase[best] < mase[NEURAL]).mean())}
+
+
+def test_m4_split_verdict_recounted(g, m4_per_series):
+    assert g["m4_n_obs"] == m4_per_series["n_obs"]
+    assert g["m4_share_classical_better"] == pytest.approx(m4_per_series["share_classical_better"], rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def memory_at_2048():
+    """Peak memory of the three layers of the cost cell at T = 2048, d = 64, window 64, measured again
+    (helpers.efficient_attention.peak_memory_bytes is deterministic for a given sequence of operations)."""
+    import torch
+    from torch import nn
+
+    from helpers.efficient_attention import peak_memory_bytes
+    from helpers.gpt import Block, GPTConfig
+
+    D, W, T = 64, 64, 2048  # the notebook's D, WINDOW and max(T_GRID)
+
+    def attention(kernel, window=None):
+        block = Block(GPTConfig(vocab_size=1, d_model=D, n_heads=1, kernel=kernel, window=window))
+        return lambda x: block.attend(x, cache=None, layer=0, start=0)
+
+    full_layer, window_layer = attention("naive"), attention("banded", W)  # built outside the measurement
+    lstm = nn.LSTM(D, D, batch_first=True)
+    x = torch.randn(1, T, D)
+    with torch.no_grad():
+        full = peak_memory_bytes(lambda: full_layer(x))
+        window = peak_memory_bytes(lambda: window_layer(x))
+        rec = peak_memory_bytes(lambda: lstm(x)[0])
+    return {"mem_full_over_lstm": full / rec, "mem_window_over_full": window / full}
+
+
+def test_memory_ratios_measured_again(g, memory_at_2048):
+    # the same layers and shapes; how the LSTM's output tuple is held changes the peak by a few bytes
+    for key, value in memory_at_2048.items():
+        assert g[key] == pytest.approx(value, rel=1e-3), key
