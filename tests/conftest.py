@@ -29,6 +29,16 @@ def load_executed(stem: str) -> dict:
     return json.loads(path.read_text())
 
 
+def executed_parameters(stem: str) -> dict:
+    """The parameters an executed notebook ran with: its ``parameters`` cell, then what papermill injected."""
+    space: dict = {}
+    for cell in load_executed(stem)["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:
+            exec("".join(cell["source"]), space)
+    return {k: v for k, v in space.items() if k.isupper()}
+
+
 def glued_values(nb: dict) -> dict[str, object]:
     """Every value bound with ``glue`` in an executed notebook, read back as Python objects."""
     values = {}

@@ -4,6 +4,8 @@ import ast
 
 import pytest
 
+from conftest import executed_parameters
+
 STEM = "14_46_recurrent_networks"
 
 
@@ -82,18 +84,6 @@ def test_exercise_solutions(g):
     assert g["value_clip_cosine"] < 0.99, "clipping by value turns the gradient"
 
 
-def _seed_of_the_build():
-    """SEED as the executed notebook ran it: its parameters cell, then what papermill injected."""
-    from conftest import load_executed
-
-    space: dict = {}
-    for cell in load_executed(STEM)["cells"]:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "parameters" in tags or "injected-parameters" in tags:
-            exec("".join(cell["source"]), space)
-    return space["SEED"]
-
-
 @pytest.fixture(scope="module")
 def redone():
     """The section's measurements redone from helpers.gradients with the build's seed (reads no glue)."""
@@ -104,7 +94,7 @@ def redone():
 
     from helpers.gradients import gradient_norm_by_lag, matrix_with_spectral_radius, state_gradient_by_lag
 
-    seed, out = _seed_of_the_build(), {}
+    seed, out = executed_parameters(STEM)["SEED"], {}
     # taps K_k = W^k U of the linear recurrence, rho = 0.8, d = 6
     gen = torch.Generator().manual_seed(seed)
     W, U = matrix_with_spectral_radius(6, 0.8, gen).double(), torch.randn(6, 2, generator=gen, dtype=torch.float64)

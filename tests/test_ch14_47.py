@@ -4,6 +4,8 @@ import math
 
 import pytest
 
+from conftest import executed_parameters
+
 STEM = "14_47_lstm_and_gru_gating"
 
 
@@ -94,18 +96,6 @@ def test_exercise_solutions(g):
     assert g["gru_reach40_b2"] > 1e3 * g["gru_reach40_b0"]
 
 
-def _seed_of_the_build():
-    """SEED as the executed notebook ran it: its parameters cell, then what papermill injected."""
-    from conftest import load_executed
-
-    space: dict = {}
-    for cell in load_executed(STEM)["cells"]:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "parameters" in tags or "injected-parameters" in tags:
-            exec("".join(cell["source"]), space)
-    return space["SEED"]
-
-
 @pytest.fixture(scope="module")
 def redone():
     """Reach measurements redone with helpers.gradients and the build's seed (reads no glue)."""
@@ -114,7 +104,7 @@ def redone():
 
     from helpers.gradients import input_gradient_by_lag, make_recurrent, reach_by_lag
 
-    seed = _seed_of_the_build()
+    seed = executed_parameters(STEM)["SEED"]
     inits, out = range(seed, seed + 10), {}
     at79 = {name: reach_by_lag(kind, 80, d_h=32, d_in=4, seeds=inits, forget_bias=fb, average="geometric")[79]
             for name, (kind, fb) in {"rnn": ("rnn", None), "lstm_fb1": ("lstm", 1.0)}.items()}

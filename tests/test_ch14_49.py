@@ -2,6 +2,8 @@
 
 import pytest
 
+from conftest import executed_parameters
+
 STEM = "14_49_attention_from_alignment"
 LENGTHS = [4, 8, 16, 32]
 
@@ -56,18 +58,6 @@ def test_exercise_solutions(g):
     assert g["ex2_dot_band"] > 0.5
 
 
-def _seed_of_the_build():
-    """SEED as the executed notebook ran it: its parameters cell, then what papermill injected."""
-    from conftest import load_executed
-
-    space: dict = {}
-    for cell in load_executed(STEM)["cells"]:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "parameters" in tags or "injected-parameters" in tags:
-            exec("".join(cell["source"]), space)
-    return space["SEED"]
-
-
 @pytest.fixture(scope="module")
 def ex1_slack_recomputed():
     # Exercise 1's check, redone with the helpers' attend and the seed and T the notebook used
@@ -78,7 +68,7 @@ def ex1_slack_recomputed():
     from helpers.seq2seq import attend
 
     t_rev = 12  # the reversal length; the test below checks it against the glued setting
-    gen = torch.Generator().manual_seed(_seed_of_the_build())
+    gen = torch.Generator().manual_seed(executed_parameters(STEM)["SEED"])
     slacks = []
     for delta in [0.0, 0.5, 1.0, 2.0, 4.0]:
         e = torch.randn(500, t_rev, generator=gen)
