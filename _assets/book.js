@@ -56,6 +56,13 @@
 // Accessibility fixes to the theme's markup, found by axe-core (tests/test_site.py runs it).
 (function () {
   "use strict";
+  function quietIcons(button) {
+    button.querySelectorAll(".theme-switch, svg").forEach(function (el) {
+      if (el.hasAttribute("title")) el.removeAttribute("title");
+      if (el.getAttribute("aria-hidden") !== "true") el.setAttribute("aria-hidden", "true");
+    });
+    button.querySelectorAll("svg title").forEach(function (t) { t.remove(); });
+  }
   function fix() {
     // Label in name (WCAG 2.5.3): the theme labels some controls with words that differ from
     // the words they show (the search field shows "Search this book... Ctrl+K" but is named
@@ -70,9 +77,20 @@
     });
     // The colour-mode button's icons carry titles ("Light", "Dark", ...) that become hidden
     // text inside a button named "Color mode": make the icons decorative.
-    document.querySelectorAll(".theme-switch-button .theme-switch, .theme-switch-button svg").forEach(function (el) {
-      el.removeAttribute("title");
-      el.setAttribute("aria-hidden", "true");
+    document.querySelectorAll(".theme-switch-button").forEach(function (button) {
+      quietIcons(button);
+      // Font Awesome swaps the <i> icons for <svg> ones whenever it gets round to it (and the
+      // theme may redraw them): keep the icons decorative whatever arrives later.
+      if (!button.dataset.bookObserved) {
+        button.dataset.bookObserved = "1";
+        new MutationObserver(function () { quietIcons(button); })
+          .observe(button, {childList: true, subtree: true, attributes: true, attributeFilter: ["title"]});
+      }
+    });
+    // sphinxcontrib-bibtex writes the bibliography as role="list" whose entries carry the
+    // deprecated role doc-biblioentry, which is not a list item (ARIA 1.2): make them list items.
+    document.querySelectorAll("[role=list].citation-list > .citation").forEach(function (el) {
+      el.setAttribute("role", "listitem");
     });
     // A region that scrolls must be reachable by keyboard to be scrolled (WCAG 2.1.1). Code
     // blocks scroll sideways at some widths, so every one is focusable; other boxes when they scroll.
