@@ -238,3 +238,25 @@ def test_figures_are_readable_in_both_modes(browser, site_url, page_path):
         page.close()
     if inks:
         assert inks["light"] != inks["dark"], f"plotly text does not follow the theme: {inks}"
+
+
+def test_plotly_figures_carry_their_alt_text():
+    """myst-nb gives alt text to <img> only; every executed plotly figure must carry its alt text
+    on the page too (tools/book.py puts it in front of the figure as visually hidden text)."""
+    import html
+    import json
+
+    from conftest import EXECUTED
+
+    found = 0
+    for path in sorted(EXECUTED.glob("*.ipynb")):
+        page = (SITE / "chapters" / f"{path.stem}.html").read_text(encoding="utf-8")
+        for cell in json.loads(path.read_text())["cells"]:
+            outputs = [o for o in cell.get("outputs", []) if "plotly-graph-div" in "".join(o.get("data", {}).get("text/html", ""))]
+            if not outputs:
+                continue
+            alt = cell["metadata"]["mystnb"]["image"]["alt"]
+            found += 1
+            assert f'<p class="visually-hidden book-alt">{html.escape(alt)}</p>' in page, \
+                f"{path.stem}: a plotly figure without its alt text on the page"
+    assert found >= 4, f"expected the Part's executed plotly figures, found {found}"

@@ -119,6 +119,23 @@ def _kernel_manager_class():
     return BookKernelManager
 
 
+def describe_html_figure(cell) -> None:
+    """Give an HTML figure (plotly) its alt text: myst-nb applies ``mystnb.image.alt`` to ``<img>``
+    only, so the alt text is put in front of the figure as visually hidden text for screen readers."""
+    import html
+
+    alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+    if cell.get("cell_type") != "code" or not alt:
+        return
+    for out in cell.get("outputs", []):
+        body = out.get("data", {}).get("text/html")
+        if body is None:
+            continue
+        text = "".join(body) if isinstance(body, list) else body
+        if "plotly-graph-div" in text and 'class="visually-hidden book-alt"' not in text:
+            out["data"]["text/html"] = f'<p class="visually-hidden book-alt">{html.escape(alt)}</p>\n' + text
+
+
 def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -> float:
     """Execute ``src`` with papermill into ``dst``; returns the wall time in seconds.
 
@@ -161,6 +178,7 @@ def execute_notebook(src: Path, dst: Path, parameters: dict, threads: int = 1) -
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
+        describe_html_figure(cell)
     nb.metadata["book"] = {
         "input_hash": inputs,
         "exec_seconds": round(seconds, 2),
