@@ -178,7 +178,20 @@ def test_diversity_likelihood_dial(g):
 
 
 @pytest.fixture(scope="module")
-def validation_stats():
+def cached_model():
+    """§14.59's cached GPT loaded into helpers.gpt, with the validation split and the tokenizer."""
+    from helpers import cache, charlm
+    from helpers.gpt import gpt_from_chargpt_state
+
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
+    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
+    _, val, tok = charlm.load_corpus()
+    return gpt, val, tok
+
+
+@pytest.fixture(scope="module")
+def validation_stats(cached_model):
     """The notebook's 256 validation windows through §14.59's cached GPT, and what §14.60 measures on them.
 
     Recomputed here from the cache (no glued value): one forward pass of (256, 64) characters.
@@ -186,14 +199,9 @@ def validation_stats():
     import torch
     import torch.nn.functional as F
 
-    from helpers import cache, charlm
-    from helpers.gpt import gpt_from_chargpt_state
     from helpers.sampling import filter_logits
 
-    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
-    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
-    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
-    _, val, tok = charlm.load_corpus()
+    gpt, val, tok = cached_model
     n_windows, keep = 256, 32  # the notebook's N_WINDOWS and KEEP
     with torch.no_grad():
         starts = torch.linspace(0, len(val) - gpt.context - 2, n_windows).long()
@@ -239,19 +247,13 @@ def test_validation_statistics_recomputed_from_the_cached_model(g, validation_st
 
 
 @pytest.fixture(scope="module")
-def greedy_and_beam():
+def greedy_and_beam(cached_model):
     """Exercise 3 rerun from the cache (no glued value): the first of the notebook's 16 prompts,
     continued for 30 characters greedily and by beam search of width 8, with full forward passes
     (32 + 30 characters fit in the 64-character window, so no restart is involved)."""
     import torch
 
-    from helpers import cache, charlm
-    from helpers.gpt import gpt_from_chargpt_state
-
-    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
-    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
-    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
-    _, val, tok = charlm.load_corpus()
+    gpt, val, tok = cached_model
     L, n = 32, 30  # the notebook's PROMPT_LEN and BEAM_CHARS
     with torch.no_grad():
         newlines = torch.nonzero(val == tok.encode("\n")[0])[:, 0]
