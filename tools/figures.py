@@ -256,6 +256,13 @@ PLOTS = [
      "A rotatable 3-D plot of two surfaces over lag and hidden width. The orange RNN surface slopes down along "
      "the lag axis at the same rate for every width; the blue LSTM surface stays far above it everywhere. "
      "Widening the network does not rescue the RNN.", ("cell-016", "Rotate the figure and look along the lag axis.", "Rotate {numref}`fig-reach-surface` and look along the lag axis.")),
+    ("14_47", "recall-figure", "fig-recall-training",
+     "Held-out accuracy while training a tanh RNN and an LSTM with forget bias 1 to name the first symbol of a "
+     "sequence after a run of distractors, several seeds each; dashed line: chance.",
+     "Line chart of accuracy against Adam step, one line per seed. The RNN's lines leave the dashed chance line "
+     "within a few hundred steps and climb far above it; the LSTM's lines stay flat on the chance "
+     "line for the whole run: the cell with the longer gradient reach at initialisation is the one that did "
+     "not learn.", "auto"),
     ("14_48", "cell-009", "fig-copy-by-length",
      "Teacher-forced token accuracy of the copy model on new sequences, by source length; dashed line: chance.",
      "Line chart with points: token accuracy against sequence length on a log axis. Accuracy falls with every "
