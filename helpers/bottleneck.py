@@ -126,10 +126,8 @@ def experiment(config: dict = CONFIG, jobs: int = 1):
 
 
 def cache_code() -> list:
-    """What produces the cache entry: this module and the model, task and training code it uses."""
-    return [sys.modules[__name__], seq2seq.Seq2Seq, seq2seq.train_seq2seq, seq2seq.learning_curve,
-            seq2seq.position_accuracy, seq2seq.make_task, seq2seq.copy_task, seq2seq.reversal_task,
-            seq2seq.random_tokens]
+    """What produces the cache entry: this module and :mod:`helpers.seq2seq` (model, tasks, training)."""
+    return [sys.modules[__name__], seq2seq]
 
 
 def cache_config() -> dict:
