@@ -11,16 +11,13 @@ Shapes follow the book's convention: ``B`` batch, ``T`` (or ``T_in``/``T_out``) 
   ``c_t`` (``attention="additive"`` or ``"dot"``).
 - :func:`train_seq2seq` (a short teacher-forced training loop on fresh batches) and
   :func:`position_accuracy` (teacher-forced accuracy at every output position).
-- :func:`learning_curve` (accuracy at chosen step counts of one training run) and
-  :func:`bottleneck_experiment` (the cached §14.48–§14.49 experiment: learning curves of the
-  fixed-context and the attention models at every length, over several seeds).
+- :func:`learning_curve` (accuracy at chosen step counts of one training run; §14.48's cached
+  experiment, :mod:`helpers.bottleneck`, is built on it).
 """
 
 from __future__ import annotations
 
 import math
-import sys
-import time
 from collections.abc import Callable, Sequence
 
 import torch
@@ -312,7 +309,8 @@ def learning_curve(model: Seq2Seq, task: str, length: int, checkpoints: Sequence
     At every step count in ``checkpoints`` the test accuracy (mean of :func:`position_accuracy`
     on ``test_src``/``test_tgt``, (N, length)) is recorded. Returns a dict with ``steps`` (the
     sorted checkpoints), ``accuracy`` (one float per checkpoint), ``positions`` (the per-position
-    accuracy at the last checkpoint, ``length`` floats) and ``loss_final`` (the mean training
+    accuracy at the last checkpoint, ``length`` floats), ``positions_at`` (the same at every
+    checkpoint) and ``loss_final`` (the mean training
     loss of the last 50 steps).
     """
     steps = sorted(set(int(c) for c in checkpoints))
@@ -327,78 +325,9 @@ def learning_curve(model: Seq2Seq, task: str, length: int, checkpoints: Sequence
         if step in wanted:
             acc = position_accuracy(net, test_src, test_tgt)
             accuracy.append(acc.mean().item())
-            positions[:] = acc.tolist()
+            positions.append(acc.tolist())
 
     losses = train_seq2seq(model, task, length, steps=steps[-1], batch_size=batch_size, lr=lr,
                            seed=seed, callback=score)
-    return {"steps": steps, "accuracy": accuracy, "positions": positions,
+    return {"steps": steps, "accuracy": accuracy, "positions": positions[-1], "positions_at": positions,
             "loss_final": float(sum(losses[-50:]) / len(losses[-50:]))}
-
-
-#: The cache entry of :func:`bottleneck_experiment`.
-BOTTLENECK_CACHE = "bottleneck"
-
-#: The §14.48–§14.49 learning-curve experiment (several CPU minutes; run it with
-#: :func:`bottleneck_train_and_cache`). Not cached yet: the notebooks still train at one budget. ``fixed``: the fixed-context model on the copy task at every
-#: length, and on reversal at ``t_probe``, for ``checkpoints``; ``dot``: dot-product attention on the
-#: copy task at every length, and ``wide``: twice the hidden width at ``t_probe``, both for the
-#: shorter ``short_checkpoints``.
-BOTTLENECK_CONFIG = {
-    "vocab_size": 8, "d_embed": 16, "d_hidden": 32, "d_hidden_wide": 64,
-    "lengths": [4, 8, 16, 32], "t_probe": 16, "seeds": [0, 1, 2],
-    "checkpoints": [75, 150, 300, 600, 1200], "short_checkpoints": [75, 150, 300],
-    "batch_size": 64, "lr": 1e-2, "n_test": 1000, "base_seed": 1448,
-}
-
-
-def bottleneck_runs(config: dict = BOTTLENECK_CONFIG) -> list[dict]:
-    """The runs of :func:`bottleneck_experiment`: dicts with ``model``, ``task``, ``length``, ``seed``."""
-    runs = []
-    for seed in config["seeds"]:
-        for T in config["lengths"]:
-            runs.append({"model": "fixed", "task": "copy", "length": T, "seed": seed})
-            runs.append({"model": "dot", "task": "copy", "length": T, "seed": seed})
-        runs.append({"model": "fixed", "task": "reversal", "length": config["t_probe"], "seed": seed})
-        runs.append({"model": "wide", "task": "copy", "length": config["t_probe"], "seed": seed})
-    return runs
-
-
-def bottleneck_experiment(config: dict = BOTTLENECK_CONFIG, device: str | torch.device = "cpu"):
-    """Run every run of :func:`bottleneck_runs` -> ``(results, tensors, wall_time_s)``.
-
-    Each run builds a fresh :class:`Seq2Seq` (seeded by ``base_seed``, the run's seed and length),
-    trains it with :func:`learning_curve` on fresh batches (data seeded the same way) and scores it
-    on ``n_test`` test sequences drawn once per (task, length), shared by all models and seeds.
-    ``results["runs"]`` lists the runs with their curves; ``tensors`` holds the weights of the
-    fixed-context copy models at ``t_probe`` (keys ``"copy{T}_seed{s}.<parameter>"``).
-    """
-    start = time.perf_counter()
-    tests, runs, tensors = {}, [], {}
-    for run in bottleneck_runs(config):
-        task, T, seed = run["task"], run["length"], run["seed"]
-        if (task, T) not in tests:
-            gen = torch.Generator().manual_seed(config["base_seed"] + 7919 * T + TASKS.index(task))
-            tests[task, T] = make_task(task, config["n_test"], T, config["vocab_size"], gen)
-        run_seed = config["base_seed"] + 1000 * seed + T
-        torch.manual_seed(run_seed)
-        width = config["d_hidden_wide"] if run["model"] == "wide" else config["d_hidden"]
-        net = Seq2Seq(config["vocab_size"], d_embed=config["d_embed"], d_hidden=width,
-                      attention="dot" if run["model"] == "dot" else None).to(device)
-        checkpoints = config["checkpoints"] if run["model"] == "fixed" else config["short_checkpoints"]
-        curve = learning_curve(net, task, T, checkpoints, *tests[task, T], batch_size=config["batch_size"],
-                               lr=config["lr"], seed=run_seed)
-        runs.append({**run, **curve})
-        if run["model"] == "fixed" and task == "copy" and T == config["t_probe"]:
-            for name, value in net.state_dict().items():
-                tensors[f"copy{T}_seed{seed}.{name}"] = value.detach().cpu()
-    return {"runs": runs}, tensors, time.perf_counter() - start
-
-
-def bottleneck_train_and_cache(config: dict = BOTTLENECK_CONFIG) -> None:
-    """Run :func:`bottleneck_experiment` on the CPU and write the cache entry ``bottleneck``."""
-    from helpers import cache
-
-    results, tensors, wall = bottleneck_experiment(config)
-    cache.save_cache(BOTTLENECK_CACHE, code=[sys.modules[__name__]], config=config, tensors=tensors, results=results,
-                     wall_time_s=wall, metrics={"runs": len(results["runs"])},
-                     regenerate="python tools/book.py --only 14_48 --heavy --no-render")

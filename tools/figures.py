@@ -263,22 +263,32 @@ PLOTS = [
      "within a few hundred steps and climb far above it; the LSTM's lines stay flat on the chance "
      "line for the whole run: the cell with the longer gradient reach at initialisation is the one that did "
      "not learn.", "auto"),
-    ("14_48", "cell-009", "fig-copy-by-length",
-     "Teacher-forced token accuracy of the copy model on new sequences, by source length; dashed line: chance.",
-     "Line chart with points: token accuracy against sequence length on a log axis. Accuracy falls with every "
-     "doubling of the length, staying above the dashed chance line: the same-sized fixed context cannot carry "
-     "longer sources.", "auto"),
+    ("14_48", "cell-009", "fig-copy-learning-curves",
+     "Learning curves of the copy task: test accuracy against training steps for every length and seed, through "
+     "the fixed context (left) and with dot-product attention (right); dashed line: chance.",
+     "Two panels of line charts, accuracy against Adam steps on a log axis, one line per seed and colour per "
+     "sequence length. Left, the fixed context: the shortest source is copied almost perfectly within a few "
+     "hundred steps, while the curves for longer sources start near chance and climb slowly, the longest still rising "
+     "at the last checkpoint. Right, attention: every length is copied almost perfectly within the shorter budget.",
+     "auto"),
+    ("14_48", "bylength-fig", "fig-copy-by-length",
+     "Token accuracy of the fixed-context copy models by source length after three training budgets; points are "
+     "seeds, lines their mean; dashed line: chance.",
+     "Line chart with points: token accuracy against sequence length on a log axis, one line per budget. Each "
+     "line falls as the length grows; the lines for longer budgets lie higher and fall later, so training longer "
+     "moves the fall towards longer sources without removing it within the budgets tried.",
+     ("cell-012", None, None)),
     ("14_48", "cell-014", "fig-context-sensitivity",
-     "How much the context $\\mathbf c$ moves when source token $j$ is replaced, for an untrained and a trained "
-     "encoder (log scale).",
+     "How much the context $\\mathbf c$ moves when source token $j$ is replaced, for an untrained encoder and the "
+     "trained copy encoders, one line per seed (log scale).",
      "Log-scale line chart of the change in c against source position. The untrained encoder's curve rises "
      "steeply towards the last position: early tokens barely reach c. Training reverses the profile: in the "
      "trained encoder the first tokens move c the most.", "auto"),
     ("14_48", "cell-018", "fig-copy-by-position",
      "Per-position accuracy of each copy model, position scaled to (0, 1); dashed line: chance.",
      "Line chart of token accuracy against relative position in the output, one line per sequence length. "
-     "Accuracy is highest for the first tokens and falls along the output, apart from a small recovery at the "
-     "end, and it is lower for longer sequences.", "auto"),
+     "Accuracy is highest for the first tokens and falls along the output, with a recovery at the last "
+     "position, and it is lower for longer sequences.", "auto"),
     ("14_48", "cell-022", "fig-reversal-by-source",
      "Accuracy for each source token on the copy and the reversal task, without attention; dashed line: chance.",
      "Line chart of accuracy against source position, one line per task. For copying, accuracy falls along the "
