@@ -144,3 +144,11 @@ def test_random_batch_noise_drawn_again(g, random_batch_estimates):
     # the same draws from the same generator: the spread the text shows, to float rounding
     for key, value in random_batch_estimates.items():
         assert g[key] == pytest.approx(value, rel=1e-4), key
+
+
+def test_train_curves_lag_and_start_above_validation():
+    # "so they lag behind and start above the validation curves": the first point of each model
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    for kind in ("gpt", "lstm"):
+        first = cached.results[kind]["curve"][0]
+        assert first["train_loss"] > first["val_loss"], kind
