@@ -57,8 +57,8 @@ def test_the_5gram_is_section_58s_and_the_neural_gain_over_it_is_a_third_of_the_
     assert g["gpt_gain_over_ngram"] == pytest.approx(g["ngram5_val"] - g["gpt_val"])
     assert 0.1 < g["gpt_gain_over_ngram"] < g["lstm_gain_over_ngram"], "a clear lead"
     for gain, model in (("lstm_gain_over_ngram", "lstm_val"), ("gpt_gain_over_ngram", "gpt_val")):
-        # "a third of what the bigram comparison suggests" (between a fifth and a half)
-        assert 0.2 < g[gain] / (g["bigram_val"] - g[model]) < 0.5
+        # "only a quarter to a third of what the bigram comparison suggests"
+        assert 0.22 < g[gain] / (g["bigram_val"] - g[model]) < 0.36
 
 
 # ------------------------------------------------------------------------------------ forecasting (cache/m4)
