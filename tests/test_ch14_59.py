@@ -112,3 +112,43 @@ def test_sample_figures_recomputed_from_the_cache(g):
     assert g["known_first"] == pytest.approx(share(samples["gpt"][0]["text"]))
     assert g["known_last"] == pytest.approx(share(samples["gpt"][-1]["text"]))
     assert g["lstm_known_first"] == pytest.approx(share(samples["lstm"][0]["text"]))
+
+
+@pytest.fixture(scope="module")
+def random_batch_estimates():
+    """The notebook's repeated random-batch estimates of the validation loss, drawn again from the cached
+    Transformer with the executed notebook's SEED and settings (no glued value is read)."""
+    import numpy as np
+    import torch
+
+    from conftest import executed_parameters, glued_values, load_executed
+
+    settings = glued_values(load_executed(STEM))  # two settings, never perturbed
+    n_batches, n_repeats = settings["n_est_batches"], settings["n_est_repeats"]
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    gpt, _, _ = charlm.models_from_tensors(cached.tensors, cached.results["vocab"])
+    _, val, _ = charlm.load_corpus()
+    generator = torch.Generator().manual_seed(executed_parameters(STEM)["SEED"])
+    estimates = []
+    with torch.no_grad():
+        for _ in range(n_repeats):
+            loss = 0.0
+            for _ in range(n_batches):
+                x, y = charlm.random_batch(val, 12, gpt.context, generator)
+                loss += float(torch.nn.functional.cross_entropy(gpt(x).flatten(0, 1), y.flatten())) / n_batches
+            estimates.append(loss)
+    return {"estimate_sd": float(np.std(estimates)), "estimate_range": float(np.ptp(estimates))}
+
+
+def test_random_batch_noise_drawn_again(g, random_batch_estimates):
+    # the same draws from the same generator: the spread the text shows, to float rounding
+    for key, value in random_batch_estimates.items():
+        assert g[key] == pytest.approx(value, rel=1e-4), key
+
+
+def test_train_curves_lag_and_start_above_validation():
+    # "so they lag behind and start above the validation curves": the first point of each model
+    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
+    for kind in ("gpt", "lstm"):
+        first = cached.results[kind]["curve"][0]
+        assert first["train_loss"] > first["val_loss"], kind

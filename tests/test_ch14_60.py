@@ -290,3 +290,113 @@ def test_first_prompt_as_printed(g):
     cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and 'glue("prompt_len"' in "".join(c["source"]))
     printed = ast.literal_eval("".join("".join(o["text"]) for o in cell["outputs"] if o.get("output_type") == "stream"))
     assert len(printed) == g["prompt_len"] and printed.endswith("\n")
+
+
+@pytest.fixture(scope="module")
+def generated_text_measures(cached_model):
+    """Distinct-5, known words, repeated 10-grams and log-likelihood re-measured on the text the
+    notebook generated (glued as strings), with this file's own implementations, and the
+    log-likelihood rescored by full forward passes of §14.59's cached GPT over the windows the
+    sampler saw (its restart rule: read the prompt, grow to `context`, restart from the last `keep`).
+
+    Reads the executed notebook directly (the texts are strings, which the claims check never
+    perturbs), so that this costs one set-up per module.
+    """
+    import numpy as np
+    import torch
+
+    from conftest import glued_values
+    from helpers.data import load_tiny_shakespeare
+    from helpers.tokenization import train_val_split
+
+    gpt, val, tok = cached_model
+    glued_now = glued_values(load_executed(STEM))
+    B, L, n, keep, ctx = (glued_now[k] for k in ("n_prompts", "prompt_len", "n_chars", "keep", "context"))
+    newlines = torch.nonzero(val == tok.encode("\n")[0])[:, 0]
+    newlines = newlines[newlines >= L]
+    ends = newlines[torch.linspace(0, len(newlines) - 1, B).long()]
+    prompts = torch.stack([val[e - L + 1:e + 1] for e in ends])  # (B, L)
+    words = set(train_val_split(load_tiny_shakespeare())[0].split())  # the words of the training text
+
+    def rows(text, width):
+        return [text[i:i + width] for i in range(0, len(text), width)]
+
+    def distinct5(rs):
+        grams = [r[i:i + 5] for r in rs for i in range(len(r) - 4)]
+        return len(set(grams)) / len(grams)
+
+    def repeated10(r):
+        grams = [r[i:i + 10] for i in range(len(r) - 9)]
+        return sum(gram in grams[:i] for i, gram in enumerate(grams)) / len(grams)
+
+    def known(rs):
+        ws = [w for r in rs for w in r.split()]
+        return sum(w in words for w in ws) / len(ws)
+
+    def token_logp(rs, rows_prompts):
+        """(rows, len) log-probabilities of each generated character, in the contexts the sampler had."""
+        width = len(rs[0])
+        full = torch.cat([rows_prompts, torch.tensor([tok.encode(r) for r in rs])], dim=1)  # (rows, L + width)
+        segments, start, n_ctx = {}, 0, L  # window start -> the steps whose logits come from it
+        for step in range(width):
+            segments.setdefault(start, []).append(step)
+            if n_ctx == ctx:
+                n_ctx, start = keep, L + step + 1 - keep
+            else:
+                n_ctx += 1
+        out = torch.zeros(len(rs), width, dtype=torch.float64)
+        with torch.no_grad():
+            for start, steps in segments.items():
+                lp = gpt(full[:, start:start + ctx])[0].double().log_softmax(-1)  # (rows, <=ctx, V)
+                for s in steps:
+                    out[:, s] = lp[:, L + s - 1 - start].gather(1, full[:, L + s, None])[:, 0]
+        return out
+
+    def loglik(rs):
+        return float(token_logp(rs, prompts).mean())
+
+    out = {}
+    for key in ("greedy", "T05", "T075", "T10", "T125", "T15", "topk5", "topp09"):
+        rs = rows(glued_now[f"text_{key}"], n)
+        assert len(rs) == B and all(len(r) == n for r in rs), key
+        reps = [repeated10(r) for r in rs]
+        out[key] = {"distinct": distinct5(rs), "known": known(rs), "repeated": float(np.median(reps)),
+                    "loglik": loglik(rs)}
+    out["greedy_repeated_min"] = min(repeated10(r) for r in rows(glued_now["text_greedy"], n))
+    sweep = [out[k] for k in ("T05", "T075", "T10", "T125", "T15")]
+    for key in ("topk5", "topp09"):
+        on_sweep = np.interp(out[key]["distinct"], [s["distinct"] for s in sweep], [s["loglik"] for s in sweep])
+        out[f"above_sweep_{key}"] = out[key]["loglik"] - on_sweep
+    first, other = glued_now["text_seed_first"], glued_now["text_seed_other"]
+    out["other_seed_agreement"] = sum(a == b for a, b in zip(first, other)) / len(first)
+    out["repro_len"] = len(first)
+    n_rows = glued_now["repro_prompts"]
+    pairs = zip(rows(first, len(first) // n_rows), rows(other, len(first) // n_rows))
+    out["first_difference_max"] = max(next(i for i, (a, b) in enumerate(zip(r1, r2)) if a != b) for r1, r2 in pairs)
+    return out
+
+
+def test_sweep_measures_recomputed_from_the_generated_text(g, generated_text_measures):
+    # every distinct-5, known-word share, repeated-10-gram median and log-likelihood the prose shows,
+    # re-measured on the generated text itself (log-likelihoods: float32 KV cache vs float64 rescoring)
+    m = generated_text_measures
+    for key in ("greedy", "T05", "T10", "T15", "topk5", "topp09"):
+        assert g[f"distinct_{key}"] == pytest.approx(m[key]["distinct"], rel=1e-9), key
+        assert g[f"known_{key}"] == pytest.approx(m[key]["known"], rel=1e-9), key
+        assert g[f"repeated_{key}"] == pytest.approx(m[key]["repeated"], abs=1e-9), key
+        assert g[f"loglik_{key}"] == pytest.approx(m[key]["loglik"], abs=1e-4), key
+    assert g["loglik_T125"] == pytest.approx(m["T125"]["loglik"], abs=1e-4)
+    assert g["greedy_repeated_min"] == pytest.approx(m["greedy_repeated_min"], rel=1e-9)
+    # "at equal diversity the nucleus is ... nats from [the temperature curve]": height above the
+    # piecewise-linear sweep at the same distinct-5
+    for key in ("topk5", "topp09"):
+        assert g[f"above_sweep_{key}"] == pytest.approx(m[f"above_sweep_{key}"], abs=2e-4), key
+
+
+def test_another_seed_agrees_rarely(g, generated_text_measures):
+    # "another seed agrees at only x% of the positions": re-counted on the two glued texts
+    m = generated_text_measures
+    assert g["other_seed_agreement"] == pytest.approx(m["other_seed_agreement"], rel=1e-9)
+    assert m["repro_len"] == g["repro_chars"], "the same seed gives repro_chars characters"
+    # "once the two draws differ in one character": they do, within the first few characters of every row
+    assert m["first_difference_max"] < 10

@@ -50,7 +50,6 @@ def test_only_the_bidirectional_model_fills_the_first_half(g):
 
 
 def test_the_causal_model_generates(g):
-    assert g["gen_n"] == 1000
     assert 0.85 < g["gen_valid_share"] < 1.0, "most samples valid; some tail mistakes at temperature 1"
     assert g["gen_distinct"] > 0.95 * g["gen_n"]
     assert 2.9 < g["gen_entropy_bits"] <= 3.0, "first half close to uniform"

@@ -57,8 +57,8 @@ def test_the_5gram_is_section_58s_and_the_neural_gain_over_it_is_a_third_of_the_
     assert g["gpt_gain_over_ngram"] == pytest.approx(g["ngram5_val"] - g["gpt_val"])
     assert 0.1 < g["gpt_gain_over_ngram"] < g["lstm_gain_over_ngram"], "a clear lead"
     for gain, model in (("lstm_gain_over_ngram", "lstm_val"), ("gpt_gain_over_ngram", "gpt_val")):
-        # "a third of what the bigram comparison suggests" (between a fifth and a half)
-        assert 0.2 < g[gain] / (g["bigram_val"] - g[model]) < 0.5
+        # "only a quarter to a third of what the bigram comparison suggests"
+        assert 0.22 < g[gain] / (g["bigram_val"] - g[model]) < 0.36
 
 
 # ------------------------------------------------------------------------------------ forecasting (cache/m4)
@@ -151,7 +151,7 @@ def test_exercises(g):
     assert g["ex1_gru_flops"] == g["ex1_gru_formula"]
     assert g["ex1_gru_calls"] == 1025
     assert g["ex1_gru_over_lstm"] == 0.75
-    assert g["ex2_max_diff"] == 0 and g["ex2_break_even"] == 6 * 64
+    assert g["ex2_max_diff"] == 0
 
 
 def test_generation_counts_match_their_closed_forms(g):
@@ -178,15 +178,23 @@ def text_curves():
     lm = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
     curve = {kind: pd.DataFrame(lm.results[kind]["curve"]) for kind in ("gpt", "lstm")}
     tps = {kind: lm.results[kind]["tokens_per_s"] for kind in ("gpt", "lstm")}
-    gpt_chars = lm.results["gpt"]["train_seconds"] * tps["gpt"] / 1e6
-    lstm_chars = curve["lstm"]["seconds"] * tps["lstm"] / 1e6
+    book = charlm.RECIPES["book"]
+    gpt_steps = lm.results["gpt"]["steps"]
+    gpt_chars = gpt_steps * book["train"]["batch"] * book["gpt"].context / 1e6  # characters seen: steps x batch x context
     return {
         "n_evals": len(curve["lstm"]),
         "lstm_ahead": int((curve["lstm"]["val_loss"].to_numpy() < curve["gpt"]["val_loss"].to_numpy()).sum()),
         "tps_ratio": tps["lstm"] / tps["gpt"],
         "gpt_chars_M": gpt_chars,
-        "lstm_at_gpt_chars": float(np.interp(gpt_chars, lstm_chars, curve["lstm"]["val_loss"])),
+        "lstm_at_gpt_chars": float(np.interp(gpt_steps, curve["lstm"]["step"], curve["lstm"]["val_loss"])),
     }
+
+
+def test_per_character_comparison_is_section_59s(g, glued):
+    # one source of truth: §14.59 reads the LSTM's curve at the Transformer's characters the same way
+    s59 = glued("14_59_character_language_model")
+    assert g["lstm_at_gpt_chars"] == pytest.approx(s59["lstm_at_gpt_chars"], rel=1e-12)
+    assert g["gpt_chars_M"] == pytest.approx(s59["gpt_chars_M"], rel=1e-12)
 
 
 def test_text_comparison_recomputed_from_the_cached_curves(g, text_curves):
@@ -224,8 +232,9 @@ def test_cost_closed_forms(g):
     # they are equal at T = 2d, as the text says; the glued ratios follow
     assert g["flop_full_over_lstm"] == pytest.approx((8 * T * d**2 + 4 * T**2 * d) / (16 * T * d**2), rel=1e-6)
     assert g["flop_growth_full"] == pytest.approx(2 * (2 * d + T) / (2 * d + T_half), rel=1e-6)
-    # "the quadratic T x T term taking over": a quadratic's factor on doubling approaches 4 from below
-    assert 3.4 < g["mem_growth_full"] <= 4
+    # "the quadratic T x T term taking over": the factor on doubling is near a pure quadratic's 4
+    # (re-measured in test_memory_ratios_measured_again)
+    assert g["mem_growth_full"] > 3.4
 
 
 @pytest.fixture(scope="module")
@@ -298,12 +307,40 @@ def memory_at_2048():
     x = torch.randn(1, T, D)
     with torch.no_grad():
         full = peak_memory_bytes(lambda: full_layer(x))
+        full_half = peak_memory_bytes(lambda: full_layer(x[:, :T // 2]))
         window = peak_memory_bytes(lambda: window_layer(x))
         rec = peak_memory_bytes(lambda: lstm(x)[0])
-    return {"mem_full_over_lstm": full / rec, "mem_window_over_full": window / full}
+    return {"mem_full_over_lstm": full / rec, "mem_window_over_full": window / full,
+            "mem_growth_full": full / full_half}
 
 
 def test_memory_ratios_measured_again(g, memory_at_2048):
     # the same layers and shapes; how the LSTM's output tuple is held changes the peak by a few bytes
     for key, value in memory_at_2048.items():
         assert g[key] == pytest.approx(value, rel=1e-3), key
+
+
+@pytest.fixture(scope="module")
+def attention_reach_again():
+    """The attention-reach cell rerun: the same layers and inputs from the executed notebook's SEED."""
+    import torch
+
+    from conftest import executed_parameters
+    from helpers.attention import MultiHeadAttention, causal_mask
+
+    seed, T, d = executed_parameters(STEM)["SEED"], 100, 32  # the notebook's SEED, T_REACH and d
+    rows = []
+    for s in range(seed, seed + 5):  # INITS
+        torch.manual_seed(s)
+        layer = MultiHeadAttention(d, n_heads=1)
+        x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(10_000 + s)).requires_grad_(True)
+        layer(x, causal_mask(T))[0][:, -1].sum().backward()
+        rows.append(x.grad.abs().sum(dim=2)[0].flip(0))
+    r = torch.stack(rows).mean(0).numpy()
+    return {"reach_attention": float(r[-1] / r[0]), "reach_attention_min": float(r[1:].min() / r[1:].max())}
+
+
+def test_attention_reach_measured_again(g, attention_reach_again):
+    # "the smallest of attention's gradients is ... of the largest": the same gradients, measured here
+    for key, value in attention_reach_again.items():
+        assert g[key] == pytest.approx(value, rel=1e-5), key
