@@ -5,7 +5,8 @@
 - ``eval_windows``       the fixed held-out windows every model is scored on
 - ``train_steps``        a fixed number of AdamW steps on random training windows (warm-up, cosine decay)
 - ``loss_by_position``   cross-entropy at every position of the evaluation windows ``(T_eval,)``
-- ``heavy_run``          every scheme x every seed -> (tensors, results, metrics) for the cache
+- ``one_run``            one scheme, one seed: trained and scored
+- ``heavy_run``          every scheme x every seed (two processes) -> (tensors, results, metrics) for the cache
 - ``train_and_cache`` /  write / read cache entry ``position_lm``
   ``load``
 - ``model_from_tensors`` a cached model (the RoPE and sinusoidal ones are stored) back as a ``GPT``
@@ -33,7 +34,7 @@ HEAVY_RUN = {
     "model": {"n_layers": 2, "n_heads": 4, "d_model": 64},
     "T_train": 32,
     "T_eval": 128,
-    "steps": 1200,
+    "steps": 800,
     "batch": 32,
     "lr": 6e-3,
     "warmup_steps": 50,
@@ -42,6 +43,7 @@ HEAVY_RUN = {
     "eval_windows": 256,
     "eval_seed": 1453,
     "stored_weights": ["sinusoidal", "rope"],
+    "n_jobs": 2,
 }
 
 CACHE_NAME = "position_lm"
@@ -109,36 +111,53 @@ def loss_by_position(model: GPT, x: torch.Tensor, y: torch.Tensor, batch: int = 
     return total / len(x)
 
 
-def heavy_run(config: dict = HEAVY_RUN, log=print) -> tuple[dict, dict, dict]:
-    """Train every scheme with every seed; returns (tensors, results, metrics) for the cache.
+def one_run(scheme: str, seed: int, config: dict = HEAVY_RUN) -> dict:
+    """Train ``scheme`` with ``seed`` and score it on the evaluation windows (one thread; a worker of ``heavy_run``).
 
     A learned table has no row past ``T_train``: its windows are scored on the trained positions only
-    (NaN beyond).
+    (NaN beyond). Returns the per-position losses, the training curve (means of 50 steps), the seconds
+    the training took and, for the schemes in ``stored_weights``, the weights.
     """
+    torch.set_num_threads(1)
     train, val, tok = load_corpus()
     x_eval, y_eval = eval_windows(val, config)
     T_train, T_eval = config["T_train"], config["T_eval"]
+    torch.manual_seed(seed)
+    model = GPT(model_config(scheme, tok.vocab_size, config))
+    start = time.perf_counter()
+    losses = train_steps(model, train, seed, config)
+    seconds = time.perf_counter() - start
+    if scheme == "learned":
+        curve = torch.cat([loss_by_position(model, x_eval[:, :T_train], y_eval[:, :T_train]),
+                           torch.full((T_eval - T_train,), float("nan"))])
+    else:
+        curve = loss_by_position(model, x_eval, y_eval)
+    return {"per_position": curve.tolist(), "seconds": seconds,
+            "train_curve": [sum(losses[i:i + 50]) / len(losses[i:i + 50]) for i in range(0, len(losses), 50)],
+            "state": model.state_dict() if scheme in config["stored_weights"] else None}
+
+
+def heavy_run(config: dict = HEAVY_RUN, log=print) -> tuple[dict, dict, dict]:
+    """Train every scheme with every seed (``n_jobs`` processes); returns (tensors, results, metrics) for the cache.
+
+    Every run is seeded by itself, so the result does not depend on how the runs are spread over processes.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _, _, tok = load_corpus()
+    keys = [(scheme, seed) for scheme in config["schemes"] for seed in config["seeds"]]
     tensors, per_position, train_curves, seconds = {}, {}, {}, {}
-    for scheme in config["schemes"]:
-        for seed in config["seeds"]:
-            torch.manual_seed(seed)
-            model = GPT(model_config(scheme, tok.vocab_size, config))
-            start = time.perf_counter()
-            losses = train_steps(model, train, seed, config)
-            seconds[f"{scheme}/{seed}"] = time.perf_counter() - start
-            if scheme == "learned":
-                curve = torch.cat([loss_by_position(model, x_eval[:, :T_train], y_eval[:, :T_train]),
-                                   torch.full((T_eval - T_train,), float("nan"))])
-            else:
-                curve = loss_by_position(model, x_eval, y_eval)
-            per_position[f"{scheme}/{seed}"] = curve.tolist()
-            train_curves[f"{scheme}/{seed}"] = [sum(losses[i:i + 50]) / len(losses[i:i + 50])
-                                                for i in range(0, len(losses), 50)]
-            if scheme in config["stored_weights"]:
-                tensors.update({f"{scheme}/{seed}.{k}": v for k, v in model.state_dict().items()})
-            log(f"{scheme:>10} seed {seed}: {seconds[f'{scheme}/{seed}']:.0f} s, "
-                f"loss 0..{T_train - 1} = {curve[:T_train].mean():.3f}, "
-                f"{T_train}..{T_eval - 1} = {curve[T_train:].mean():.3f}")
+    with ProcessPoolExecutor(config["n_jobs"], mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {key: pool.submit(one_run, *key, config) for key in keys}
+        for (scheme, seed), future in futures.items():
+            out, run = future.result(), f"{scheme}/{seed}"
+            per_position[run], train_curves[run], seconds[run] = out["per_position"], out["train_curve"], out["seconds"]
+            if out["state"] is not None:
+                tensors.update({f"{run}.{k}": v for k, v in out["state"].items()})
+            curve, T_train = out["per_position"], config["T_train"]
+            log(f"{scheme:>10} seed {seed}: {out['seconds']:.0f} s, loss 0..{T_train - 1} = "
+                f"{sum(curve[:T_train]) / T_train:.3f}, {T_train}.. = {sum(curve[T_train:]) / (len(curve) - T_train):.3f}")
     results = {"vocab": list(tok.chars), "per_position": per_position,
                "train_curves": train_curves, "train_seconds": seconds,
                "param_counts": {s: sum(p.numel() for p in GPT(model_config(s, tok.vocab_size, config)).parameters())
