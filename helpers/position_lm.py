@@ -174,8 +174,7 @@ def cache_config(config: dict = HEAVY_RUN) -> dict:
 def cache_code() -> list:
     """The modules whose syntax tree the cache's code key covers."""
     from . import charlm, efficient_attention, gpt, positional, transformer
-    return [sys.modules[__name__], gpt, transformer, positional, efficient_attention,
-            charlm.load_corpus, charlm.random_batch]
+    return [sys.modules[__name__], gpt, transformer, positional, efficient_attention, charlm]
 
 
 def train_and_cache(config: dict = HEAVY_RUN, log=print):
