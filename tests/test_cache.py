@@ -237,11 +237,12 @@ COMMITTED = sorted(p.parent.name for p in cache.CACHE_DIR.glob("*/manifest.json"
 def _current(name):
     """The code and config that the book's current helpers would record for a cache entry,
     computed from the modules (not read back from the entry's own manifest)."""
-    from helpers import bottleneck, charlm, m4benchmark
+    from helpers import bottleneck, charlm, m4benchmark, position_lm
 
     writers = {bottleneck.CACHE_NAME: (bottleneck.cache_code(), bottleneck.cache_config()),
                charlm.CACHE_NAME: ([charlm], charlm.cache_config()),
-               m4benchmark.CACHE_NAME: (m4benchmark.cache_code(), m4benchmark.cache_config())}
+               m4benchmark.CACHE_NAME: (m4benchmark.cache_code(), m4benchmark.cache_config()),
+               position_lm.CACHE_NAME: (position_lm.cache_code(), position_lm.cache_config())}
     assert name in writers, f"cache/{name}: no module writes it; register its code and config in tests/test_cache.py"
     return writers[name]
 

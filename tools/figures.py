@@ -372,11 +372,13 @@ PLOTS = [
      "grows with distance below the diagonal; the first heads' penalties grow steeply, the last heads' only "
      "gently, so different heads look at different ranges.", "auto"),
     ("14_53", "cell-028", "fig-train-short-test-long",
-     "Validation cross-entropy by position in the window, for models evaluated on windows longer than those they "
-     "were trained on.",
-     "Line chart of cross-entropy against position in the window, one line per position scheme. Within the "
-     "trained length the lines are close; beyond the dashed training length some schemes' losses climb while "
-     "others stay flat, and the learned table has no values at all. Extrapolation beyond the trained length separates the schemes.", "auto"),
+     "Held-out cross-entropy by position in the window, for models evaluated on windows longer than those they "
+     "were trained on, one line per scheme and seed.",
+     "Line chart of cross-entropy against position in the window, three thin lines (seeds) per position scheme, "
+     "with a dotted horizontal line at the bigram baseline and a dashed vertical line at the training length. "
+     "Within the trained length every line lies below the bigram line and the seeds of a scheme lie close together; "
+     "beyond the dashed line some schemes' losses climb while others stay flat, and the learned table has no values "
+     "at all. Extrapolation beyond the trained length separates the schemes.", "auto"),
     ("14_54", "cell-022", "fig-prenorm-postnorm-gradients",
      "Gradient norm of each block's parameters in a freshly initialised stack, pre-norm and post-norm.",
      "Log-scale line chart of gradient norm against block index (1 nearest the input) for the two variants, a "
