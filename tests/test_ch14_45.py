@@ -32,6 +32,8 @@ def test_shuffling_keeps_values_and_destroys_autocorrelation(g):
     assert g["acf_band"] == pytest.approx(2 / math.sqrt(g["m4_n"]), rel=1e-9)
     assert abs(g["acf1_shuffled"]) < g["acf_band"] and abs(g["acf24_shuffled"]) < g["acf_band"], "shuffled: noise"
     assert 0.85 <= g["acf_shuffled_in_band"] <= 1, "about 95% of the lags inside +-2/sqrt(n)"
+    # "... inside the band, where a series without any dependence puts about <coverage> of them"
+    assert abs(g["acf_shuffled_in_band"] - g["acf_band_coverage"]) < 0.05, "the shuffled share is what no dependence gives"
 
 
 def test_previous_character_helps_only_in_order(g):

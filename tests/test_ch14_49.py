@@ -114,3 +114,23 @@ def test_exercise_1_slack_is_the_recomputed_one(g, ex1_slack_recomputed):
     assert t_rev == g["t_rev"]
     assert slack >= 0, "the bound is never violated"
     assert g["ex1_min_slack"] == pytest.approx(slack, rel=1e-3)
+
+
+def test_reversal_numbers_hold_on_a_second_sample_of_new_sequences(g):
+    # "reverses new sequences ... with token accuracy X": a property of the model, so a second,
+    # independent test sample gives it back; and the loss it fell to on fresh training batches is
+    # the loss on new sequences (nothing to memorise)
+    assert abs(g["rev_acc"] - g["rev_fresh_acc"]) < 0.02
+    assert abs(g["rev_test_loss"] / g["rev_fresh_loss"] - 1) < 0.25
+    assert g["rev_test_loss"] < 0.1 * g["rev_loss_first"], "the loss falls from guessing to near zero"
+    assert abs(g["mass_band"] - g["rev_fresh_band"]) < 0.05
+    # Solution 2's dot-product model, likewise
+    assert abs(g["ex2_dot_acc"] - g["ex2_dot_fresh_acc"]) < 0.03
+    assert abs(g["ex2_dot_band"] - g["ex2_dot_fresh_band"]) < 0.05
+
+
+def test_both_scores_put_most_attention_on_the_band(g):
+    # Solution 2: "Both scores concentrate their attention on the same anti-diagonal band"
+    for band in (g["mass_band"], g["ex2_dot_band"]):
+        assert band > 3 * g["chance_band"]
+

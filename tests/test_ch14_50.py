@@ -58,7 +58,7 @@ def test_entropy_surface_ridge(g):
     assert 1.7 < g["tau1_entropy_first"] < g["ridge_entropy_min"], "even at d_k = 4, tau = 1 is below the contour"
     assert 0.1 < g["tau1_entropy_last"] < 0.25
     # 'drops to zero entropy' at small tau and 'rises to ln 32' at large tau
-    assert 0.03 < g["surface_entropy_min"] < 0.09
+    assert g["surface_entropy_min"] < 0.05 * g["log_T_keys"], "nearly zero entropy at small tau"
     assert g["log_T_keys"] - 0.01 < g["surface_entropy_max"] <= g["log_T_keys"] + 1e-9
 
 

@@ -79,7 +79,6 @@ def test_the_model_uses_context(g, whole_split_bigram):
 def test_kv_cache_gives_identical_tokens_with_far_fewer_flops(g):
     assert g["cache_identical"] is True
     assert g["cache_logit_diff"] < 1e-4
-    assert g["n_new"] + g["prompt_len"] == g["block"]
     assert g["cache_flop_ratio"] > 20
     assert g["cache_ratio_predicted"] < g["cache_flop_ratio"] < 1.3 * g["cache_ratio_predicted"], \
         "measured ratio somewhat above the prediction that ignores the t^2 d terms"

@@ -72,15 +72,41 @@ def corpus():
     word_counts = Counter(pretokenize(train_text))
     val_words = pretokenize(val_text)
     unknown = [w for w in val_words if w not in word_counts]
-    return {"train_text": train_text, "n_word_vocab": len(word_counts),
+    return {"train_text": train_text, "val_text": val_text, "n_word_vocab": len(word_counts),
             "word_oov_rate": len(unknown) / len(val_words), "word_oov_types": len(set(unknown))}
 
 
 @pytest.fixture(scope="module")
-def bpe512(corpus):
+def bpe4096(corpus):
     from helpers.tokenization import BPETokenizer
 
-    return BPETokenizer.train(corpus["train_text"], 512)
+    return BPETokenizer.train(corpus["train_text"], 4096)
+
+
+@pytest.fixture(scope="module")
+def bpe512(bpe4096):
+    return bpe4096.truncated(512)  # greedy merges: the 512 vocabulary is a prefix of the 4,096 one
+
+
+@pytest.fixture(scope="module")
+def chars_per_token(corpus, bpe4096):
+    """Validation characters per token at each doubling of the vocabulary, recounted (no glued value)."""
+    val = corpus["val_text"]
+    return {v: len(val) / len(bpe4096.truncated(v).encode(val)) for v in (256, 512, 1024, 2048, 4096)}
+
+
+def test_vocabulary_doublings_recounted(g, chars_per_token):
+    # "Doubling the vocabulary from 256 to 512 gains A characters per token; doubling it from
+    # 2,048 to 4,096 only B, ending at C": recounted with a freshly trained tokenizer; "every
+    # later doubling gains less than half as much (not steadily less ...)"
+    cpt = chars_per_token
+    assert g["cpt_256_512_gain"] == pytest.approx(cpt[512] - cpt[256], rel=1e-9)
+    assert g["cpt_2048_4096_gain"] == pytest.approx(cpt[4096] - cpt[2048], rel=1e-9)
+    assert g["cpt_4096"] == pytest.approx(cpt[4096], rel=1e-9)
+    gains = [cpt[2 * v] - cpt[v] for v in (256, 512, 1024, 2048)]
+    assert all(0 < later < gains[0] / 2 for later in gains[1:])
+    assert not all(a > b for a, b in zip(gains, gains[1:])), "not steadily less"
+    assert g["cpt_2048_4096_gain"] < g["cpt_256_512_gain"] / 2
 
 
 def test_self_pair_merges_recounted(g, bpe512):

@@ -404,9 +404,10 @@ PLOTS = [
     ("14_55", "cell-016", "fig-cost-ratio",
      "Cost of attention relative to a GRU against $T/d$, one panel per measure; above the solid line the GRU is "
      "cheaper.",
-     "Three log-log panels of the attention-to-GRU cost ratio against T/d, one line per width. For operations "
-     "and memory the ratios rise steadily once the sequence is longer than the model is wide, crossing the "
-     "solid line near T = d; wall time follows the count much less closely.",
+     "Three log-log panels of the attention-to-GRU cost ratio against T/d, one line per width. The operation "
+     "ratio rises steadily and crosses the solid line of equal cost near T = d; the memory ratio rises too but "
+     "never drops below that line, so attention never needs less memory; wall time follows the count much "
+     "less closely.",
      "auto"),
     ("14_56", "cell-010", "fig-fused-attention-cost",
      "Time and peak memory of causal attention by sequence length: the naive formula, the fused kernel and a "
