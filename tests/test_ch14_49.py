@@ -42,14 +42,43 @@ def test_attention_closes_the_bottleneck(g):
     attn = [g[f"attn_acc_{T}"] for T in LENGTHS]
     assert all(a > b for a, b in zip(fixed, fixed[1:])), "falls with every doubling"
     assert fixed[-1] < 0.6
-    assert g["attn_min"] == min(attn) and g["attn_min"] > 0.95, "attention stays high at every length"
+    assert g["attn_min"] <= min(attn) and g["attn_min"] > 0.95, "attention stays high at every length, every seed"
     assert g["attn_range_pp"] == pytest.approx(100 * (max(attn) - min(attn)), rel=1e-6)
     assert g["attn_range_pp"] < 5
     assert all(a > f for a, f in zip(attn, fixed))
     assert g["gap_longest_pp"] == pytest.approx(100 * (attn[-1] - fixed[-1]), rel=1e-6)
     assert g["gap_longest_pp"] > 40
+    # "given budget_ratio times the steps, the fixed context still reaches only ..."
+    assert fixed[-1] < g["fixed_long_acc_32"] < g["attn_min"] - 0.3
     assert g["params_fixed"] == g["params_attn"], "same parameters, different paths"
 
+
+def test_bottleneck_figures_are_the_cached_runs(g):
+    """The means and the minimum, recomputed from §14.48's cache (helpers.bottleneck) for every seed."""
+    from helpers import bottleneck
+
+    runs = bottleneck.load().results["runs"]
+    cfg = bottleneck.CONFIG
+    budget, long_budget = cfg["attention_checkpoints"][-1], cfg["checkpoints"][-1]
+    assert (g["budget"], g["budget_ratio"]) == (budget, long_budget // budget)
+
+    def at(model, T, steps):
+        accs = [r["accuracy"][r["steps"].index(steps)] for r in runs
+                if (r["model"], r["task"], r["length"]) == (model, "copy", T)]
+        assert len(accs) == len(cfg["seeds"]) == g["n_seeds"]
+        return accs
+
+    for T in LENGTHS:
+        assert g[f"fixed_acc_{T}"] == pytest.approx(sum(at("fixed", T, budget)) / g["n_seeds"], abs=1e-6)
+        assert g[f"attn_acc_{T}"] == pytest.approx(sum(at("dot", T, budget)) / g["n_seeds"], abs=1e-6)
+    assert g["attn_min"] == pytest.approx(min(a for T in LENGTHS for a in at("dot", T, budget)), abs=1e-6)
+    assert g["fixed_long_acc_32"] == pytest.approx(sum(at("fixed", 32, long_budget)) / g["n_seeds"], abs=1e-6)
+    # the section's models are §14.48's: the same parameter count as a cached run's model
+    run = {"model": "fixed", "task": "copy", "length": LENGTHS[0], "seed": cfg["seeds"][0]}
+    assert g["params_fixed"] == sum(p.numel() for p in bottleneck.build(run).parameters())
+    # every attention seed beats every fixed-context seed at the two long lengths, even at the longer budget
+    for T in LENGTHS[2:]:
+        assert min(at("dot", T, budget)) > max(at("fixed", T, long_budget))
 
 def test_exercise_solutions(g):
     assert g["ex1_min_slack"] >= -1e-6, "the softmax bound holds"
