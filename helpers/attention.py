@@ -17,6 +17,8 @@ import math
 import torch
 from torch import nn
 
+from .checks import check_int
+
 __all__ = ["scaled_dot_product_attention", "causal_mask", "MultiHeadAttention", "load_torch_mha_weights"]
 
 
@@ -48,6 +50,17 @@ def scaled_dot_product_attention(
             a tensor has fewer than two dimensions, the leading dimensions do not broadcast,
             or ``mask`` is not boolean or does not broadcast to ``(..., Tq, Tk)``.
     """
+    _check_qkv(q, k, v, mask)
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))  # a blocked pair gets weight exp(-inf) = 0
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def _check_qkv(q, k, v, mask) -> None:
+    """The argument checks of :func:`scaled_dot_product_attention` (its Raises section)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.dim() < 2:
             shape = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
@@ -69,8 +82,6 @@ def scaled_dot_product_attention(
             f"the leading (batch/head) dimensions of q, k and v must broadcast: q {_shape(q)}, k {_shape(k)}, "
             f"v {_shape(v)}"
         ) from None
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Tq, Tk)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
@@ -85,9 +96,6 @@ def scaled_dot_product_attention(
                 f"mask of shape {_shape(mask)} does not broadcast to the scores' shape (..., Tq, Tk) = {target} "
                 f"(q {_shape(q)}, k {_shape(k)})"
             )
-        scores = scores.masked_fill(mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -95,8 +103,7 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tenso
 
     Query i may attend to keys 0..i only. Broadcasts against scores ``(..., T, T)``.
     """
-    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be a positive integer, got {T!r}")
+    T = check_int("T", T, 1)
     return torch.ones(T, T, dtype=torch.bool, device=device).triu(diagonal=1)
 
 
@@ -118,8 +125,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, bias: bool = False):
         super().__init__()
         for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            check_int(name, value, 1)
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads: d_model={d_model}, n_heads={n_heads} "
@@ -141,10 +147,13 @@ class MultiHeadAttention(nn.Module):
         B, h, T, d_k = z.shape
         return z.transpose(1, 2).reshape(B, T, h * d_k)
 
-    def _check(self, name: str, t: torch.Tensor) -> None:
-        if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
-            shape = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {shape}")
+    def _check(self, x, context) -> None:
+        for name, t in (("x", x), ("context", context)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
+                shape = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {shape}")
+        if context.shape[0] != x.shape[0]:
+            raise ValueError(f"x and context must have the same batch size B: x {_shape(x)}, context {_shape(context)}")
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, context: torch.Tensor | None = None
@@ -160,15 +169,8 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(out, weights)``: out ``(B, Tq, d_model)`` and per-head weights ``(B, h, Tq, Tk)``.
         """
-        self._check("x", x)
-        if context is None:
-            context = x
-        else:
-            self._check("context", context)
-            if context.shape[0] != x.shape[0]:
-                raise ValueError(
-                    f"x and context must have the same batch size B: x {_shape(x)}, context {_shape(context)}"
-                )
+        context = x if context is None else context
+        self._check(x, context)
         q = self.split_heads(self.w_q(x))        # (B, h, Tq, d_k)
         k = self.split_heads(self.w_k(context))  # (B, h, Tk, d_k)
         v = self.split_heads(self.w_v(context))  # (B, h, Tk, d_k)

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .checks import check_int
+
 #: Gate blocks per cell type (torch packs them in one weight matrix).
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
 _NONLINEARITIES = ("tanh", "linear")
@@ -35,12 +37,6 @@ def _check_kind(kind: str) -> str:
     if not isinstance(kind, str) or kind.lower() not in GATES:
         raise ValueError(f"kind must be one of {sorted(GATES)}, got {kind!r}")
     return kind.lower()
-
-
-def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _check_nonlinearity(nonlinearity: str) -> str:
@@ -83,7 +79,7 @@ def matrix_with_spectral_radius(d: int, rho: float, generator: torch.Generator |
     Gaussian entries by default; with ``orthogonal=True`` a random orthogonal matrix times
     ``rho`` (then every singular value is ``rho`` too, so ``||W^k|| = rho^k`` exactly).
     """
-    d = _check_positive_int("d", d)
+    d = check_int("d", d, 1)
     if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
         raise ValueError(f"rho must be a positive finite number, got {rho!r}")
     G = torch.randn(d, d, generator=generator, dtype=torch.float64)
@@ -161,7 +157,7 @@ def gradient_norm_by_lag(rho: float, T: int = 60, d: int = 32, d_in: int = 4, ba
     entries and ``x`` (batch, T, d_in) standard normal, all from ``seed``; the loss is the sum of
     the last state. Returns an array (T + 1,), index ``k`` = lag ``k``, averaged over the batch.
     """
-    T, d, d_in, batch = (_check_positive_int(n, v) for n, v in (("T", T), ("d", d), ("d_in", d_in), ("batch", batch)))
+    T, d, d_in, batch = (check_int(n, v, 1) for n, v in (("T", T), ("d", d), ("d_in", d_in), ("batch", batch)))
     gen = torch.Generator().manual_seed(seed)
     W_hh = matrix_with_spectral_radius(d, rho, gen, orthogonal=orthogonal)
     W_xh = torch.randn(d, d_in, generator=gen) * input_scale
@@ -183,7 +179,7 @@ def recurrent_parameter_formula(kind: str, d_in: int, d_h: int, num_layers: int 
     layers after the first read the d_h-wide output of the layer below.
     """
     g = GATES[_check_kind(kind)]
-    d_in, d_h, num_layers = (_check_positive_int(n, v) for n, v in (("d_in", d_in), ("d_h", d_h), ("num_layers", num_layers)))
+    d_in, d_h, num_layers = (check_int(n, v, 1) for n, v in (("d_in", d_in), ("d_h", d_h), ("num_layers", num_layers)))
     total = 0
     for layer in range(num_layers):
         width = d_in if layer == 0 else d_h
@@ -197,7 +193,7 @@ def make_recurrent(kind: str, d_in: int, d_h: int, seed: int = 0, forget_bias: f
     ``forget_bias`` (LSTM only) sets the forget-gate bias with :func:`set_forget_bias`.
     """
     kind = _check_kind(kind)
-    d_in, d_h = _check_positive_int("d_in", d_in), _check_positive_int("d_h", d_h)
+    d_in, d_h = check_int("d_in", d_in, 1), check_int("d_h", d_h, 1)
     if forget_bias is not None and kind != "lstm":
         raise ValueError(f"forget_bias applies to kind='lstm' only, got kind={kind!r}")
     with torch.random.fork_rng(devices=[]):
@@ -258,7 +254,7 @@ def reach_by_lag(kind: str, T: int, d_h: int = 32, d_in: int = 1, seeds: Iterabl
     or ``"geometric"`` (the mean of the logs, exponentiated: the right average for values that
     spread over orders of magnitude, where the arithmetic mean follows the largest one).
     """
-    T = _check_positive_int("T", T)
+    T = check_int("T", T, 1)
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must name at least one initialisation")

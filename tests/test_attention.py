@@ -127,8 +127,9 @@ def test_causal_mask():
     expected = torch.tensor([[j > i for j in range(4)] for i in range(4)])
     assert torch.equal(m, expected)
     assert torch.equal(causal_mask(1), torch.tensor([[False]]))
-    for bad in (0, -2, 2.5, True):
-        with pytest.raises(ValueError, match="T must be a positive integer"):
+    for bad, message in ((0, "T must be >= 1, got 0"), (-2, "T must be >= 1"), (2.5, "T must be an integer"),
+                         (True, "T must be an integer")):
+        with pytest.raises(ValueError, match=message):
             causal_mask(bad)
 
 
@@ -214,7 +215,7 @@ def test_parameter_count_does_not_depend_on_heads(d_model, bias):
 def test_multihead_errors():
     with pytest.raises(ValueError, match=r"d_model must be divisible by n_heads: d_model=10, n_heads=4"):
         MultiHeadAttention(10, 4)
-    with pytest.raises(ValueError, match="n_heads must be a positive integer"):
+    with pytest.raises(ValueError, match="n_heads must be >= 1, got 0"):
         MultiHeadAttention(8, 0)
     mha = MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match=r"x must have shape \(B, T, d_model=8\), got \(2, 5, 6\)"):
