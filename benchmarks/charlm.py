@@ -1,54 +1,76 @@
-"""Train a character-level language model of tiny Shakespeare for a wall-clock budget.
+"""§14.59's character-level language models: throughput alone, and the cached comparison's figures.
 
-    .venv/bin/python benchmarks/charlm.py --seconds 77                    # the book's Transformer
-    .venv/bin/python benchmarks/charlm.py --seconds 77 --recipe nanogpt   # nanoGPT's CPU recipe, same code path
-    .venv/bin/python benchmarks/charlm.py --seconds 520 --model lstm      # the LSTM of similar size
+    .venv/bin/python benchmarks/charlm.py --measure      # steps/s of each model alone (quiet machine!)
+    .venv/bin/python benchmarks/charlm.py                # the figures of cache/charlm, run by run
 
-Validation loss is measured on the *whole* validation split (the last 10% of the corpus) in
-nats per character. The last two lines printed are `val_loss <value>` and `tokens_per_s <value>`,
-so runs can be compared side by side. nanoGPT's documented CPU recipe (4 layers, 4 heads, width
-128, context 64, batch 12, learning rate 1e-3 decayed over 2,000 iterations) reached 1.886 nats
-in 77 s and about 1.55 in 520 s (15,000 iterations) on this kind of 2-core machine.
+``--measure`` times training steps of each model at each batch size of the protocol, with 2 torch
+threads and nothing else running, three times, and prints the fastest: other tenants of a shared
+machine only ever slow a timing down, so the fastest of three is the best estimate of the machine
+alone. These are the figures to record in
+``helpers.charlm.THROUGHPUT``, which turns §14.59's wall-clock budgets into step counts.
+
+Without ``--measure`` it prints, from cache/charlm (regenerate: ``tools/book.py --only 14_59 --heavy``),
+the tuning runs, and every final run: model, budget, seed, steps, characters seen, validation loss on
+the whole split (nats per character), and per model and budget the mean and range over seeds.
 """
 
 import argparse
-import os
-import platform
+import statistics
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers.charlm import RECIPES, build_recipe, load_corpus, train_for  # noqa: E402
-from helpers.repro import pick_device, seed_everything  # noqa: E402
+from helpers import charlm  # noqa: E402
+
+
+def measure(threads: int, seconds: float, repeats: int) -> None:
+    torch.set_num_threads(threads)
+    config = charlm.HEAVY_RUN
+    batches = {"gpt": sorted({*config["search"]["batch"], config["nanogpt"]["batch"]}),
+               "lstm": sorted(config["search"]["batch"])}
+    rates = {}
+    for kind, sizes in batches.items():
+        for batch in sizes:
+            runs = [charlm.measure_steps_per_s(kind, batch, seconds=seconds) for _ in range(repeats)]
+            rates.setdefault(kind, {})[str(batch)] = round(max(runs), 2)
+            print(f"{kind:4s} batch {batch:3d}: " + ", ".join(f"{r:.2f}" for r in runs)
+                  + f" steps/s -> fastest {max(runs):.2f}", flush=True)
+    print(f"steps_per_s = {rates}  ({threads} threads)")
+
+
+def report() -> None:
+    cached = charlm.load()
+    res = cached.results
+    print(f"cache/charlm, made {cached.manifest['created']} in {cached.manifest['wall_time_s'] / 60:.1f} min")
+    print("tuning (loss on the tuning slice carved from the training split):")
+    for r in res["tuning"]:
+        print(f"  {r['name']:28s} {r['steps']:6d} steps  tune {r['curve'][-1]['tune_loss']:.4f}")
+    print(f"chosen: {res['chosen']}")
+    print("final runs (validation loss, whole split):")
+    groups = {}
+    for r in res["runs"]:
+        last = r["curve"][-1]
+        print(f"  {r['name']:22s} {r['steps']:6d} steps  {last['chars'] / 1e6:6.2f} M chars  "
+              f"train {last['train_loss']:.4f}  val {last['val_loss']:.4f}")
+        groups.setdefault(r["name"].rsplit("_seed", 1)[0], []).append(last["val_loss"])
+    for name, losses in groups.items():
+        print(f"val_loss {name:14s} mean {statistics.mean(losses):.4f}  range {min(losses):.4f}-{max(losses):.4f}"
+              f"  ({len(losses)} seed{'s' if len(losses) > 1 else ''})")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, required=True, help="training wall-clock budget")
-    parser.add_argument("--model", choices=["gpt", "lstm"], default="gpt")
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="book",
-                        help="'book': our settings; 'nanogpt': nanoGPT's shakespeare_char CPU recipe")
-    parser.add_argument("--seed", type=int, default=1459)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--measure", action="store_true", help="time each model's training steps alone")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of one timing")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if args.seconds <= 0:
-        parser.error("--seconds must be positive")
-    torch.set_num_threads(args.threads)
-    seed_everything(args.seed)
-    device = pick_device()
-    train, val, tok = load_corpus()
-    model, cfg = build_recipe(args.recipe, args.model, tok.vocab_size, args.seconds, args.seed)
-    model = model.to(device)
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"{args.recipe}/{args.model}: {n_params:,} parameters on {device} ({platform.machine()}, "
-          f"{torch.get_num_threads()} threads); budget {args.seconds:.0f} s", flush=True)
-    log = lambda r, m: print(f"  {r['seconds']:7.1f} s  step {r['step']:6d}  train {r['train_loss']:.4f}  "
-                             f"val {r['val_loss']:.4f}", flush=True)
-    result = train_for(model, train.to(device), val.to(device), cfg, on_eval=log)
-    print(f"val_loss {result['curve'][-1]['val_loss']:.4f}")
-    print(f"tokens_per_s {result['tokens_per_s']:.0f}")
+    if args.measure:
+        measure(args.threads, args.seconds, args.repeats)
+    else:
+        report()
     return 0
 
 

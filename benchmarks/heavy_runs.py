@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/heavy_runs.py
 
 The heavy sections (§14.59, §14.63) time themselves when they regenerate their cache
-(`make book HEAVY_EVAL=True`); the manifest keeps the wall time, the hardware and the
+(`tools/book.py --only <section> --heavy`); the manifest keeps the wall time, the hardware and the
 per-part timings. This script prints them; nothing here is asserted. To re-measure,
 regenerate the cache on a quiet machine.
 """
@@ -28,9 +28,9 @@ def main() -> int:
         if "seconds" in results:  # §14.63: one entry per forecasting method, all four origins
             for method, seconds in sorted(results["seconds"].items(), key=lambda kv: -kv[1]):
                 print(f"    {method:18s} {seconds:8.1f} s")
-        for kind in ("gpt", "lstm"):  # §14.59: each model's training budget
-            if kind in results:
-                print(f"    {kind:18s} {results[kind]['train_seconds']:8.1f} s training")
+        runs = results.get("tuning", []) + results.get("runs", []) if folder.name == "charlm" else []
+        for run in runs:  # §14.59: every training run
+            print(f"    {run['name']:22s} {run['steps']:6d} steps {run['train_seconds']:8.1f} s training")
     return 0
 
 

@@ -79,6 +79,8 @@ class CachedResult:
 
 def _source_of(item: Any) -> tuple[str, str, bool]:
     """(label, source text, is Python) of a code item: a path, a module, a function or a class."""
+    if isinstance(item, str) and not item.endswith(".py") and "/" not in item and "." in item:
+        return _source_of(_import_label(item))       # a function or class recorded as "module.qualname"
     if isinstance(item, (str, Path)):
         path = Path(item)
         path = path if path.is_absolute() else REPO_ROOT / path
@@ -93,6 +95,25 @@ def _source_of(item: Any) -> tuple[str, str, bool]:
     raise TypeError(
         f"code items must be file paths, modules, functions or classes, got {type(item).__name__}"
     )
+
+
+def _import_label(label: str) -> Any:
+    """The function or class a manifest names as ``"package.module.Qualified.name"``."""
+    import importlib
+
+    parts = label.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            break
+        return obj
+    raise ValueError(f"code item {label!r} names no importable function or class")
 
 
 def normalised_source(text: str, label: str = "<source>") -> str:
@@ -317,6 +338,35 @@ def rekey(name: str, *, regenerate: str | None = None, cache_dir: Path | None = 
     path = Path(cache_dir or CACHE_DIR) / name / MANIFEST_FILE
     path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return manifest
+
+
+def narrow_key(name: str, code: Iterable[Any], *, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Re-record entry ``name``'s key over ``code``, a narrower list of what produced it; returns the manifest.
+
+    For an entry keyed on whole modules of which it uses a few functions: afterwards, editing the
+    rest of those modules no longer makes it stale. Refuses unless the entry is fresh under its
+    recorded key (the code is still the code that produced it) and every new item lives in a file
+    the old key covered.
+    """
+    manifest = read_manifest(name, cache_dir)
+    verify_cache(name, code=manifest["code"], config=manifest["config"], cache_dir=cache_dir)
+    old_files = {_file_of(label) for label in manifest["code"]}
+    code = list(code)
+    outside = [label for label, _, _ in map(_source_of, code) if _file_of(label) not in old_files]
+    if outside:
+        raise ValueError(f"cache/{name}: {outside} lie outside the code its key covered ({sorted(old_files)})")
+    manifest["code"] = sorted(_source_of(item)[0] for item in code)
+    manifest["code_hash"] = code_hash(code, manifest["config"])
+    path = Path(cache_dir or CACHE_DIR) / name / MANIFEST_FILE
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def _file_of(label: str) -> str:
+    """The repository file that holds a code item's source, from its manifest label."""
+    if label.endswith(".py") or "/" in label:
+        return label
+    return Path(inspect.getfile(_import_label(label))).resolve().relative_to(REPO_ROOT).as_posix()
 
 
 def main(argv: list[str] | None = None) -> int:

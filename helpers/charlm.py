@@ -1,19 +1,29 @@
-"""Character-level language models of tiny Shakespeare, and a training loop with a wall-clock budget (§14.59).
+"""Character-level language models of tiny Shakespeare, their training loop and §14.59's fair comparison.
 
-- ``CharGPT``        a small decoder-only Transformer (pre-norm, learned positions, tied embeddings),
-                     using torch's fused causal attention for speed
-- ``CharLSTM``       an LSTM language model of similar size
-- ``load_corpus``    tiny Shakespeare as character codes, split 90/10 as nanoGPT does
-- ``random_batch``   random (input, target) windows for training
-- ``evaluate``       mean loss in nats per character over a *whole* split
-- ``train_for``      train until a wall-clock budget is spent, with a time-based learning-rate schedule
+- ``load_corpus``      tiny Shakespeare as character codes, split 90/10 as nanoGPT does
+- ``tuning_split``     the training split cut again: a part to fit on and a tuning slice (never the validation split)
+- ``CharLSTM``         the recurrent contender (the Transformer is :class:`helpers.gpt.GPT`)
+- ``build_model``      a fresh GPT or LSTM of a recipe's size
+- ``random_batch``     random (input, target) windows for training
+- ``evaluate``         mean loss in nats per character over a *whole* split
+- ``lr_at``            warm-up, then a cosine to a floor over a run's steps
+- ``train``            AdamW for a fixed number of steps, scoring whole splits along the way
+- ``budget_steps``     a wall-clock budget as steps, from a throughput measured alone on a quiet machine
+- ``heavy_run``        the protocol of §14.59: tune per model on the tuning slice, then seeds at each budget
 
-Shapes: token indices ``(B, T)``, logits ``(B, T, V)``.
+A budget "520 s on two cores" is turned into a number of steps once, from each model's throughput
+measured alone (``benchmarks/charlm.py --measure``; the figures are recorded in ``THROUGHPUT``). Runs
+then train for steps, not seconds, so their results do not depend on what else the machine is doing,
+and two runs of the same configuration give the same numbers.
+
+Shapes: token indices ``(B, T)``, logits ``(B, T, V)``. Both models' ``forward(idx, targets=None)``
+returns ``(logits, loss)``, and both have ``generate(idx, max_new_tokens, ...)``.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -21,7 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checks
 from .data import load_tiny_shakespeare
+from .gpt import GPT, GPTConfig
+from .sampling import sample_next
 from .tokenization import CharTokenizer, train_val_split
 
 
@@ -37,119 +50,87 @@ def load_corpus(frac: float = 0.9) -> tuple[torch.Tensor, torch.Tensor, CharToke
     return as_tensor(train_text), as_tensor(val_text), tok
 
 
-@dataclass(frozen=True)
-class GPTConfig:
-    """Size of a ``CharGPT``."""
-
-    vocab_size: int = 65
-    context: int = 128
-    n_layer: int = 4
-    n_head: int = 4
-    d_model: int = 128
-    dropout: float = 0.0
-
-    def __post_init__(self):
-        for name in ("vocab_size", "context", "n_layer", "n_head", "d_model"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})")
+def tuning_split(train: torch.Tensor, n_tune: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``train`` cut into (the part tuning runs fit on, the last ``n_tune`` characters they are scored on)."""
+    n_tune = checks.check_int("n_tune", n_tune, 2)
+    if n_tune >= len(train) // 2:
+        raise ValueError(f"n_tune must be under half of the training split ({len(train) // 2}), got {n_tune}")
+    return train[:-n_tune], train[-n_tune:]
 
 
-class _CausalSelfAttention(nn.Module):
-    def __init__(self, cfg: GPTConfig):
-        super().__init__()
-        self.n_head, self.dropout = cfg.n_head, cfg.dropout
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-
-    def forward(self, x):  # (B, T, d) -> (B, T, d)
-        B, T, d = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, d // self.n_head).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
-        return self.proj(y.transpose(1, 2).reshape(B, T, d))
-
-
-class _Block(nn.Module):
-    def __init__(self, cfg: GPTConfig):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = _CausalSelfAttention(cfg)
-        self.ffn = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model, bias=False), nn.GELU(),
-                                 nn.Linear(4 * cfg.d_model, cfg.d_model, bias=False), nn.Dropout(cfg.dropout))
-
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
-        return x + self.ffn(self.ln2(x))
-
-
-class CharGPT(nn.Module):
-    """Decoder-only Transformer over characters: ``forward(idx (B, T)) -> logits (B, T, V)``."""
-
-    def __init__(self, cfg: GPTConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos = nn.Embedding(cfg.context, cfg.d_model)
-        self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.head.weight = self.tok.weight  # tied input and output embeddings
-        self.apply(self._init)
-        for name, p in self.named_parameters():  # scaled init of the residual projections (GPT-2)
-            if name.endswith(("proj.weight", "ffn.2.weight")):
-                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layer))
-
-    @staticmethod
-    def _init(m):
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, std=0.02)
-
-    @property
-    def context(self) -> int:
-        return self.cfg.context
-
-    def forward(self, idx):
-        B, T = idx.shape
-        if T > self.cfg.context:
-            raise ValueError(f"sequence length {T} exceeds the model's context {self.cfg.context}")
-        x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.ln_f(x))
-
-
+# ----------------------------------------------------------------------------------------- the models
 @dataclass(frozen=True)
 class LSTMConfig:
-    """Size of a ``CharLSTM``."""
+    """Size of a ``CharLSTM``: ``context`` is the window it trains on (its state starts at zero)."""
 
     vocab_size: int = 65
-    context: int = 128
+    context: int = 64
     n_layer: int = 2
-    d_model: int = 256
-    dropout: float = 0.0
+    d_model: int = 208
+
+    def __post_init__(self):
+        for name in ("vocab_size", "context", "n_layer", "d_model"):
+            checks.check_int(name, getattr(self, name), 1)
 
 
 class CharLSTM(nn.Module):
-    """LSTM language model: ``forward(idx (B, T)) -> logits (B, T, V)`` (state starts at zero)."""
+    """Embedding -> ``n_layer`` LSTM layers -> linear read-out (char-rnn's model)."""
 
     def __init__(self, cfg: LSTMConfig):
         super().__init__()
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.lstm = nn.LSTM(cfg.d_model, cfg.d_model, cfg.n_layer, batch_first=True, dropout=cfg.dropout)
+        self.lstm = nn.LSTM(cfg.d_model, cfg.d_model, cfg.n_layer, batch_first=True)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
 
     @property
     def context(self) -> int:
         return self.cfg.context
 
-    def forward(self, idx):
-        out, _ = self.lstm(self.tok(idx))
-        return self.head(out)
+    def forward(self, idx, targets=None, state=None):
+        """``idx`` ``(B, T)`` -> ``(logits (B, T, V), loss)``; with ``state``, also the new state."""
+        out, new_state = self.lstm(self.tok(idx), state)           # (B, T, C)
+        logits = self.head(out)                                    # (B, T, V)
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return (logits, loss) if state is None else (logits, loss, new_state)
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+                 top_p: float | None = None, generator: torch.Generator | None = None):
+        """Continue each row of ``idx`` ``(B, t0)``, carrying the LSTM state -> ``(B, t0 + max_new_tokens)``."""
+        checks.check_token_ids("idx", idx, self.cfg.vocab_size)
+        checks.check_int("max_new_tokens", max_new_tokens, 1)
+        was_training = self.training
+        self.eval()
+        state = (torch.zeros(self.cfg.n_layer, idx.shape[0], self.cfg.d_model, device=idx.device),) * 2
+        logits, _, state = self(idx, state=state)
+        for step in range(max_new_tokens):
+            nxt = sample_next(logits[:, -1], temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
+            idx = torch.cat([idx, nxt[:, None]], dim=1)
+            if step < max_new_tokens - 1:
+                logits, _, state = self(nxt[:, None], state=state)
+        self.train(was_training)
+        return idx
 
 
+#: The models of §14.59: nanoGPT's baby-GPT shape shrunk to nanoGPT's CPU settings, and an LSTM of
+#: similar size. Both read windows of 64 characters.
+MODELS = {
+    "gpt": dict(block_size=64, n_layers=4, n_heads=4, d_model=128),
+    "lstm": dict(context=64, n_layer=2, d_model=208),
+}
+
+
+def build_model(kind: str, vocab_size: int, seed: int) -> nn.Module:
+    """A fresh ``kind`` ("gpt": :class:`helpers.gpt.GPT`, "lstm": ``CharLSTM``) of ``MODELS``' size, seeded."""
+    checks.check_choice("kind", kind, tuple(MODELS))
+    torch.manual_seed(seed)
+    if kind == "gpt":
+        return GPT(GPTConfig(vocab_size=vocab_size, **MODELS["gpt"]))
+    return CharLSTM(LSTMConfig(vocab_size=vocab_size, **MODELS["lstm"]))
+
+
+# ------------------------------------------------------------------------------------ data and scoring
 def random_batch(data: torch.Tensor, batch: int, context: int, generator: torch.Generator):
     """``batch`` random windows of ``data``: inputs and next-character targets, each ``(batch, context)``."""
     if len(data) <= context:
@@ -167,243 +148,403 @@ def evaluate(model: nn.Module, data: torch.Tensor, batch: int = 64) -> float:
     The split is cut into consecutive windows of the model's context (the last one shorter);
     within a window each character is predicted from the characters before it in that window.
     """
+    was_training = model.training
     model.eval()
-    T = model.context
-    n_pred = len(data) - 1
-    starts = list(range(0, n_pred, T))
+    T, n_pred = model.context, len(data) - 1
+    n_full = n_pred // T
+    windows = data[:n_full * T + 1]
+    x, y = windows[:-1].view(n_full, T), windows[1:].view(n_full, T)
     total = 0.0
-    for i in range(0, len(starts), batch):
-        chunk = starts[i:i + batch]
-        full = [s for s in chunk if s + T <= n_pred]
-        if full:
-            idx = torch.tensor(full)[:, None] + torch.arange(T)
-            logits = model(data[idx])
-            total += F.cross_entropy(logits.flatten(0, 1), data[idx + 1].flatten(), reduction="sum").item()
-        for s in chunk:
-            if s + T > n_pred:  # the final, shorter window
-                x = data[s:n_pred][None]
-                total += F.cross_entropy(model(x)[0], data[s + 1:n_pred + 1], reduction="sum").item()
-    model.train()
+    for i in range(0, n_full, batch):
+        logits = model(x[i:i + batch])[0]                                         # (b, T, V)
+        total += F.cross_entropy(logits.flatten(0, 1), y[i:i + batch].flatten(), reduction="sum").item()
+    if n_full * T < n_pred:                                                       # the final, shorter window
+        logits = model(data[n_full * T:n_pred][None])[0][0]
+        total += F.cross_entropy(logits, data[n_full * T + 1:], reduction="sum").item()
+    model.train(was_training)
     return total / n_pred
 
 
-@dataclass
+# ------------------------------------------------------------------------------------------- training
+@dataclass(frozen=True)
 class TrainConfig:
-    """Optimiser settings of ``train_for``; the learning rate follows the wall clock."""
+    """One training run: ``steps`` AdamW updates on random windows, scored ``n_evals`` times."""
 
-    seconds: float = 60.0
-    batch: int = 32
-    lr: float = 3e-3
+    steps: int
+    batch: int = 16
+    lr: float = 4e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 50
     weight_decay: float = 0.1
     grad_clip: float = 1.0
-    eval_every_s: float = 30.0
+    betas: tuple[float, float] = (0.9, 0.99)
+    n_evals: int = 8
     seed: int = 0
-    #: cosine decay over the time budget ("time") or over ``decay_steps`` steps ("steps",
-    #: nanoGPT's schedule, which ignores the clock)
-    schedule: str = "time"
-    decay_steps: int | None = None
 
     def __post_init__(self):
-        if self.schedule not in ("time", "steps"):
-            raise ValueError(f"schedule must be 'time' or 'steps', got {self.schedule!r}")
-        if self.schedule == "steps" and not self.decay_steps:
-            raise ValueError("schedule='steps' needs decay_steps (the step count the cosine spans)")
+        for name, minimum in (("steps", 1), ("batch", 1), ("warmup_steps", 1), ("n_evals", 1)):
+            checks.check_int(name, getattr(self, name), minimum)
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        checks.check_prob("min_lr_ratio", self.min_lr_ratio, allow_one=True)
 
 
-def _lr_at(cfg: TrainConfig, step: int, elapsed: float) -> float:
-    """Linear warm-up, then cosine decay to ``min_lr_ratio * lr`` over the budget (time or steps)."""
+def lr_at(cfg: TrainConfig, step: int) -> float:
+    """Linear warm-up over ``warmup_steps``, then a cosine from ``lr`` to ``min_lr_ratio * lr`` at the last step."""
     warm = min(1.0, (step + 1) / cfg.warmup_steps)
-    if cfg.schedule == "time":
-        progress = min(1.0, elapsed / cfg.seconds)
-    else:
-        progress = min(1.0, step / cfg.decay_steps)
-    cosine = cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-    return cfg.lr * warm * cosine
+    progress = min(1.0, step / max(1, cfg.steps - 1))
+    return cfg.lr * warm * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def train_for(model: nn.Module, train_data: torch.Tensor, val_data: torch.Tensor, cfg: TrainConfig,
-              on_eval=None) -> dict:
-    """Train ``model`` for ``cfg.seconds`` of wall-clock time; returns the learning curves.
+def eval_steps(cfg: TrainConfig) -> list[int]:
+    """The step counts after which a run is scored: ``n_evals`` evenly spaced, the last one ``steps``."""
+    return sorted({max(1, round(cfg.steps * k / cfg.n_evals)) for k in range(1, cfg.n_evals + 1)})
 
-    Every ``cfg.eval_every_s`` seconds (and at the end) the whole validation split is evaluated;
-    evaluation time is *not* charged to the budget. ``on_eval(record, model)`` is called after
-    each evaluation (e.g. to draw a sample). Returns ``{"curve": [...], "steps", "train_seconds",
-    "tokens_per_s"}`` where each curve record holds ``seconds``, ``step``, ``train_loss`` and
-    ``val_loss``.
+
+def train(model: nn.Module, data: torch.Tensor, cfg: TrainConfig, scored: dict[str, torch.Tensor],
+          on_eval=None, log=None) -> dict:
+    """Train ``model`` on random windows of ``data`` for ``cfg.steps`` steps; returns its learning curve.
+
+    After each step of :func:`eval_steps`, every split in ``scored`` (e.g. ``{"train": ..., "val": ...}``)
+    is scored whole with :func:`evaluate` — the same way for each — and ``on_eval(record, model)`` is
+    called. Returns ``{"curve": [...], "steps", "train_seconds", "config"}``; each curve record holds
+    ``step``, ``chars`` (characters seen), ``seconds`` (training time so far, scoring excluded) and
+    ``<split>_loss`` for every scored split.
     """
-    if cfg.seconds <= 0:
-        raise ValueError(f"seconds must be positive, got {cfg.seconds}")
     gen = torch.Generator().manual_seed(cfg.seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.99))
-    curve, step, trained, next_eval, recent = [], 0, 0.0, cfg.eval_every_s, []
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
+    device = next(model.parameters()).device
+    todo, curve, seconds = eval_steps(cfg), [], 0.0
     model.train()
-    while True:
+    for step in range(cfg.steps):
         start = time.perf_counter()
         for group in opt.param_groups:
-            group["lr"] = _lr_at(cfg, step, trained)
-        x, y = random_batch(train_data, cfg.batch, model.context, gen)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+            group["lr"] = lr_at(cfg, step)
+        x, y = (t.to(device) for t in random_batch(data, cfg.batch, model.context, gen))
+        _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
-        trained += time.perf_counter() - start
-        step += 1
-        recent.append(loss.item())
-        done = trained >= cfg.seconds
-        if trained >= next_eval or done:
-            record = {"seconds": round(trained, 2), "step": step, "train_loss": sum(recent) / len(recent),
-                      "val_loss": evaluate(model, val_data)}
+        seconds += time.perf_counter() - start
+        if step + 1 == todo[0]:
+            todo.pop(0)
+            record = {"step": step + 1, "chars": (step + 1) * cfg.batch * model.context, "seconds": round(seconds, 2)}
+            record.update({f"{name}_loss": evaluate(model, split.to(device)) for name, split in scored.items()})
             curve.append(record)
-            recent = []
-            next_eval += cfg.eval_every_s
+            if log is not None:
+                log(f"  step {step + 1:6d}/{cfg.steps}  " + "  ".join(f"{k} {v:.4f}" for k, v in record.items()
+                                                                     if k.endswith("_loss")))
             if on_eval is not None:
                 on_eval(record, model)
-        if done:
-            break
-    return {"curve": curve, "steps": step, "train_seconds": trained,
-            "tokens_per_s": step * cfg.batch * model.context / trained, "config": asdict(cfg)}
+    return {"curve": curve, "steps": cfg.steps, "train_seconds": seconds, "config": asdict(cfg)}
 
 
-#: Named settings: ``"book"`` is this book's (tuned for a 2-core CPU at a fixed wall-clock budget);
-#: ``"nanogpt"`` is nanoGPT's documented shakespeare_char CPU recipe, for a side-by-side comparison.
-RECIPES = {
-    "book": {
-        # nanoGPT's shape, but a 4x larger peak learning rate, batch 16, and a cosine decay
-        # that follows the wall clock, so the schedule always completes within the budget
-        "gpt": GPTConfig(context=64, n_layer=4, n_head=4, d_model=128),
-        "lstm": LSTMConfig(context=64, n_layer=2, d_model=208),
-        "train": dict(batch=16, lr=4e-3, min_lr_ratio=0.1, warmup_steps=50, schedule="time"),
-    },
-    "nanogpt": {
-        "gpt": GPTConfig(context=64, n_layer=4, n_head=4, d_model=128),
-        "lstm": LSTMConfig(context=64, n_layer=2, d_model=208),
-        # lr 1e-3 decayed to 1e-4 over max_iters, warm-up 100, batch 12; their runs set
-        # max_iters = 2,000 for 77 s and 15,000 for 520 s, i.e. about 26 iterations per second
-        "train": dict(batch=12, lr=1e-3, min_lr_ratio=0.1, warmup_steps=100, schedule="steps"),
-    },
+# ----------------------------------------------------------------------------- budgets and throughput
+#: Training steps per second of each model alone on this book's 2-core machine (2 torch threads, nothing
+#: else running), by batch size; measured by ``benchmarks/charlm.py --measure`` (median of 3 timings).
+THROUGHPUT = {
+    "measured": "2026-12-01, 2 cores (x86_64), torch 2.13.0, 2 threads; fastest of three 10-s timings",
+    "threads": 2,
+    "steps_per_s": {"gpt": {"12": 14.69, "16": 10.48, "32": 6.26}, "lstm": {"16": 17.41, "32": 8.84}},
 }
 
 
-def build_recipe(recipe: str, kind: str, vocab_size: int, seconds: float, seed: int = 0):
-    """A fresh model and its ``TrainConfig`` for ``recipe`` ("book"/"nanogpt") and ``kind`` ("gpt"/"lstm")."""
-    if recipe not in RECIPES:
-        raise ValueError(f"recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
-    if kind not in ("gpt", "lstm"):
-        raise ValueError(f"kind must be 'gpt' or 'lstm', got {kind!r}")
-    spec = RECIPES[recipe]
-    size = spec[kind]
-    size = type(size)(**{**asdict(size), "vocab_size": vocab_size})
-    torch.manual_seed(seed)
-    model = CharGPT(size) if kind == "gpt" else CharLSTM(size)
-    train = dict(spec["train"])
-    if train["schedule"] == "steps":
-        train["decay_steps"] = max(1, round(seconds * 2000 / 77))
-    eval_every = max(10.0, seconds / 8)
-    return model, TrainConfig(seconds=seconds, seed=seed, eval_every_s=eval_every, **train)
+def budget_steps(kind: str, batch: int, seconds: float, throughput: dict = THROUGHPUT) -> int:
+    """The steps ``kind`` at ``batch`` trains in ``seconds`` at its measured throughput."""
+    rates = throughput["steps_per_s"].get(kind, {})
+    if str(batch) not in rates:
+        raise ValueError(f"no throughput measured for {kind} at batch {batch} (have {sorted(rates)}); "
+                         f"run benchmarks/charlm.py --measure and record it in THROUGHPUT")
+    return max(1, round(seconds * rates[str(batch)]))
 
 
-@torch.no_grad()
-def generate(model: nn.Module, tok: CharTokenizer, prompt: str, n_chars: int, temperature: float = 1.0,
-             top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None) -> str:
-    """Continue ``prompt`` by ``n_chars`` characters, one draw at a time (``temperature=0``: greedy).
+def measure_steps_per_s(kind: str, batch: int, seconds: float = 15.0, warmup: int = 10) -> float:
+    """Training steps per second of a fresh ``kind`` at ``batch`` with the current torch threads."""
+    train_data, _, tok = load_corpus()
+    model = build_model(kind, tok.vocab_size, seed=0)
+    cfg = TrainConfig(steps=10 ** 9, batch=batch)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=cfg.betas)
+    gen = torch.Generator().manual_seed(0)
+    n, start = -warmup, None
+    while start is None or time.perf_counter() - start < seconds:
+        if n == 0:
+            start = time.perf_counter()
+        x, y = random_batch(train_data, batch, model.context, gen)
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        n += 1
+    return n / (time.perf_counter() - start)
 
-    The model sees at most its last ``model.context`` characters. Returns the continuation only.
+
+# ------------------------------------------------------------------------------ the protocol (§14.59)
+#: What §14.59's heavy run does; all of it is in the cache's key.
+HEAVY_RUN = {
+    "budgets_s": [77.0, 520.0],     # the two wall-clock budgets, as steps at THROUGHPUT
+    "seeds": [0, 1, 2],             # seeds of the headline comparison at each budget
+    "base_seed": 1459,
+    "n_tune": 111_540,              # the tuning slice: the last characters of the training split
+    "tune_budget_s": 77.0,          # every tuning run trains for this budget
+    # the learning rate at the first batch size (a best value at an edge of the grid is followed by one
+    # more, twice or half as large, up to ``extend`` times), then the other batch sizes at the best rate
+    "search": {"lr": [2e-3, 4e-3, 8e-3], "extend": 2, "batch": [16, 32]},
+    "train": {"min_lr_ratio": 0.1, "warmup_steps": 50, "weight_decay": 0.1, "grad_clip": 1.0},
+    # nanoGPT's shakespeare_char CPU recipe (README: batch 12, lr 1e-3 decayed to 1e-4, warm-up 100),
+    # run through this code on the GPT at each budget, untuned
+    "nanogpt": {"batch": 12, "lr": 1e-3, "min_lr_ratio": 0.1, "warmup_steps": 100},
+    "curve_points": 8,              # runs at the longest budget are scored this often; the others at their end
+    "jobs": 2,                      # runs in parallel, one torch thread each (results do not depend on it)
+    "sample": {"prompt": "ROMEO:", "chars": 200, "temperature": 0.8},
+}
+
+
+def run_seed(config: dict, seed: int) -> int:
+    """The seed of a run's initialisation and of its batches."""
+    return config["base_seed"] + 1000 * seed
+
+
+def run_config(config: dict, kind: str, batch: int, lr: float, seconds: float, seed: int,
+               throughput: dict = THROUGHPUT, **overrides) -> TrainConfig:
+    """The ``TrainConfig`` of one run of the protocol (``seconds`` as steps at ``throughput``)."""
+    settings = {**config["train"], "batch": batch, "lr": lr, **overrides}
+    return TrainConfig(steps=budget_steps(kind, batch, seconds, throughput), seed=run_seed(config, seed), **settings)
+
+
+def _train_job(job: dict) -> dict:
+    """Train one job of :func:`heavy_run` in this process (one torch thread) -> its result and weights."""
+    torch.set_num_threads(1)
+    train_data, val, tok = load_corpus()
+    if job["split"] == "tune":
+        fit, tune = tuning_split(train_data, job["n_tune"])
+        scored = {"tune": tune}
+    else:
+        fit, scored = train_data, {"train": train_data[-len(val):], "val": val}
+    model = build_model(job["kind"], tok.vocab_size, job["cfg"].seed)
+    samples = []
+
+    def on_eval(record, m):
+        if job.get("sample"):
+            s = job["sample"]
+            g = torch.Generator().manual_seed(job["cfg"].seed)
+            samples.append({"step": record["step"], "val_loss": record["val_loss"],
+                            "text": generate(m, tok, s["prompt"], s["chars"], s["temperature"], generator=g)})
+
+    out = train(model, fit, job["cfg"], scored, on_eval=on_eval)
+    last = out["curve"][-1]
+    print(f"  {job['name']}: {out['steps']} steps in {out['train_seconds']:.0f} s, "
+          + "  ".join(f"{k} {v:.4f}" for k, v in last.items() if k.endswith("_loss")), flush=True)
+    weights = {f"{job['name']}.{k}": v.detach().cpu().clone() for k, v in model.state_dict().items()
+               if not (job["kind"] == "gpt" and k == "head.weight")} if job.get("keep") else {}
+    return {"result": {"name": job["name"], "kind": job["kind"], "samples": samples,
+                       "parameters": sum(p.numel() for p in model.parameters()), **out}, "weights": weights}
+
+
+def _run_jobs(jobs: list[dict], n_jobs: int) -> list[dict]:
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i]["cfg"].steps)   # longest first
+    if n_jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
+            done = pool.map(_train_job, [jobs[i] for i in order], chunksize=1)
+    else:
+        done = [_train_job(jobs[i]) for i in order]
+    return [d for _, d in sorted(zip(order, done))]
+
+
+def heavy_run(config: dict = HEAVY_RUN, throughput: dict = THROUGHPUT, log=print) -> tuple[dict, dict, dict]:
+    """§14.59's protocol -> (tensors, results, metrics) for the cache.
+
+    1. Tuning, per model, on :func:`tuning_split`'s slice (the validation split is not read): the
+       learning rates of ``search["lr"]`` at the first batch size (extended past an edge of the grid
+       while the best rate lies on it, at most ``search["extend"]`` times), then the other batch sizes
+       at the best rate, each for ``tune_budget_s``.
+    2. The chosen setting of each model at every budget and seed, scored on the whole validation
+       split and on a training slice of the same length; nanoGPT's recipe on the GPT at every budget.
+    Only the first seed's models at the longest budget keep their weights (§14.56, §14.60, §14.64 use them).
     """
-    from .sampling import sample_next
-
-    if not prompt:
-        raise ValueError("prompt must contain at least one character")
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    ids = torch.tensor([tok.encode(prompt)], device=device)
-    out = []
-    for _ in range(n_chars):
-        logits = model(ids[:, -model.context:])[:, -1, :]
-        nxt = sample_next(logits.float().cpu(), temperature=temperature, top_k=top_k, top_p=top_p, generator=generator)
-        out.append(int(nxt))
-        ids = torch.cat([ids, nxt.view(1, 1).to(device)], dim=1)
-    model.train(was_training)
-    return tok.decode(out)
-
-
-#: What the heavy run of §14.59 trains; part of the cache's code hash.
-HEAVY_RUN = {"recipe": "book", "gpt_seconds": 520.0, "lstm_seconds": 520.0, "seed": 1459,
-             "sample_prompt": "ROMEO:", "sample_chars": 200, "sample_temperature": 0.8}
-
-
-def heavy_run(config: dict = HEAVY_RUN, log=print) -> tuple[dict, dict, dict]:
-    """Train the book's Transformer and LSTM for their budgets; returns (tensors, results, metrics).
-
-    For the cache: tensors are both models' weights (prefixed ``gpt.`` / ``lstm.``); results hold
-    the learning curves, samples drawn at every evaluation, tokens/s and parameter counts.
-    """
-    train, val, tok = load_corpus()
-    tensors, results, metrics = {}, {"vocab": tok.chars}, {}
-    for kind in ("gpt", "lstm"):
-        seconds = config[f"{kind}_seconds"]
-        model, cfg = build_recipe(config["recipe"], kind, tok.vocab_size, seconds, config["seed"])
-        samples = []
-
-        def on_eval(record, m):
-            g = torch.Generator().manual_seed(config["seed"])
-            samples.append({"seconds": record["seconds"], "val_loss": record["val_loss"],
-                            "text": generate(m, tok, config["sample_prompt"], config["sample_chars"],
-                                             config["sample_temperature"], generator=g)})
-            log(f"{kind} {record['seconds']:7.1f} s  step {record['step']}  val {record['val_loss']:.4f}")
-
-        out = train_for(model, train, val, cfg, on_eval=on_eval)
-        tensors.update({f"{kind}.{k}": v for k, v in model.state_dict().items()})
-        results[kind] = {"curve": out["curve"], "samples": samples, "steps": out["steps"],
-                         "tokens_per_s": out["tokens_per_s"], "train_seconds": out["train_seconds"],
-                         "parameters": sum(p.numel() for p in model.parameters())}
-        metrics[f"{kind}_val_loss"] = out["curve"][-1]["val_loss"]
-        metrics[f"{kind}_train_seconds"] = out["train_seconds"]
-    metrics["val_loss"] = metrics["gpt_val_loss"]
+    _, val, tok = load_corpus()
+    search, first_batch = config["search"], config["search"]["batch"][0]
+    tune = lambda kind, batch, lr: {"name": f"tune_{kind}_b{batch}_lr{lr:g}", "kind": kind, "split": "tune",
+                                    "n_tune": config["n_tune"],
+                                    "cfg": run_config(config, kind, batch, lr, config["tune_budget_s"], 0, throughput,
+                                                      n_evals=1)}
+    log("tuning: learning rates")
+    stage1 = _run_jobs([tune(k, first_batch, lr) for k in MODELS for lr in search["lr"]], config["jobs"])
+    best_of = lambda k, rs: min((r for r in rs if r["result"]["kind"] == k),
+                                key=lambda r: r["result"]["curve"][-1]["tune_loss"])["result"]["config"]["lr"]
+    for _ in range(search["extend"]):   # a best rate at an edge of the grid: try one step beyond it
+        tried = {k: sorted(r["result"]["config"]["lr"] for r in stage1 if r["result"]["kind"] == k) for k in MODELS}
+        beyond = {k: (tried[k][-1] * 2 if best_of(k, stage1) == tried[k][-1] else
+                      tried[k][0] / 2 if best_of(k, stage1) == tried[k][0] else None) for k in MODELS}
+        extra = [tune(k, first_batch, lr) for k, lr in beyond.items() if lr is not None]
+        if not extra:
+            break
+        log(f"tuning: best at an edge of the grid, trying {beyond}")
+        stage1 += _run_jobs(extra, config["jobs"])
+    best_lr = {k: best_of(k, stage1) for k in MODELS}
+    log(f"tuning: batch sizes at the best learning rates {best_lr}")
+    stage2 = _run_jobs([tune(k, b, best_lr[k]) for k in MODELS for b in search["batch"][1:]], config["jobs"])
+    tuning = [r["result"] for r in stage1 + stage2]
+    chosen = {}
+    for k in MODELS:
+        best = min((r for r in tuning if r["kind"] == k), key=lambda r: r["curve"][-1]["tune_loss"])
+        chosen[k] = {"batch": best["config"]["batch"], "lr": best["config"]["lr"]}
+    log(f"chosen: {chosen}")
+    longest, jobs = max(config["budgets_s"]), []
+    for seconds in config["budgets_s"]:
+        points = config["curve_points"] if seconds == longest else 1
+        for k in MODELS:
+            for seed in config["seeds"]:
+                keep = seconds == longest and seed == config["seeds"][0]
+                jobs.append({"name": f"{k}_{seconds:g}s_seed{seed}", "kind": k, "split": "val", "keep": keep,
+                             "sample": config["sample"] if keep else None,
+                             "cfg": run_config(config, k, chosen[k]["batch"], chosen[k]["lr"], seconds, seed,
+                                               throughput, n_evals=points)})
+        nano = config["nanogpt"]
+        jobs.append({"name": f"nanogpt_{seconds:g}s_seed{config['seeds'][0]}", "kind": "gpt", "split": "val",
+                     "cfg": run_config(config, "gpt", nano["batch"], nano["lr"], seconds, config["seeds"][0],
+                                       throughput, min_lr_ratio=nano["min_lr_ratio"],
+                                       warmup_steps=nano["warmup_steps"], n_evals=points)})
+    log(f"final runs: {len(jobs)}")
+    finals = _run_jobs(jobs, config["jobs"])
+    tensors = {k: v for r in finals for k, v in r["weights"].items()}
+    results = {"vocab": tok.chars, "tuning": tuning, "chosen": chosen, "runs": [r["result"] for r in finals],
+               "throughput": throughput}
+    metrics = {r["result"]["name"]: r["result"]["curve"][-1]["val_loss"] for r in finals}
     return tensors, results, metrics
 
 
-def models_from_tensors(tensors: dict, vocab: list[str], recipe: str = "book"):
-    """Rebuild the trained (gpt, lstm) models and the tokenizer from cached tensors."""
-    tok = CharTokenizer(vocab)
+# ---------------------------------------------------------------------------------- the cached models
+CACHE_NAME = "charlm"
+REGENERATE = ".venv/bin/python tools/book.py --only 14_59 --heavy"
+
+
+def cache_code() -> list:
+    """What produces cache/charlm: this module, the GPT's code and the modules it is built from."""
+    from . import efficient_attention, gpt, positional, transformer
+
+    return [sys.modules[__name__], *gpt.model_code(), transformer, positional, efficient_attention]
+
+
+def cache_config(config: dict = HEAVY_RUN, throughput: dict = THROUGHPUT) -> dict:
+    """Everything that determines the cached result: the protocol, the models' sizes and the throughput."""
+    return {"run": config, "models": MODELS, "throughput": throughput}
+
+
+def train_and_cache(config: dict = HEAVY_RUN, log=print):
+    """Run :func:`heavy_run` and save it as cache entry ``charlm``; returns the folder."""
+    from . import cache
+
+    start = time.perf_counter()
+    tensors, results, metrics = heavy_run(config, log=log)
+    return cache.save_cache(CACHE_NAME, code=cache_code(), config=cache_config(config), tensors=tensors,
+                            results=results, metrics=metrics, wall_time_s=time.perf_counter() - start,
+                            regenerate=REGENERATE)
+
+
+def load():
+    """cache/charlm, checked against the current code and config -> ``CachedResult``."""
+    from . import cache
+
+    return cache.load_cache(CACHE_NAME, code=cache_code(), config=cache_config())
+
+
+def trained_models(cached, config: dict = HEAVY_RUN) -> tuple[GPT, CharLSTM, CharTokenizer]:
+    """The cached (GPT, LSTM) of the first seed at the longest budget, in eval mode, and the tokenizer."""
+    tok = CharTokenizer(cached.results["vocab"])
+    name = lambda k: f"{k}_{max(config['budgets_s']):g}s_seed{config['seeds'][0]}"
     models = []
-    for kind in ("gpt", "lstm"):
-        model, _ = build_recipe(recipe, kind, tok.vocab_size, seconds=1.0)
-        state = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith(kind + ".")}
+    for kind in MODELS:
+        prefix = name(kind) + "."
+        state = {k[len(prefix):]: v for k, v in cached.tensors.items() if k.startswith(prefix)}
+        if not state:
+            raise ValueError(f"cache/{CACHE_NAME} holds no weights for {name(kind)}; regenerate: {REGENERATE}")
+        model = build_model(kind, tok.vocab_size, seed=0)
         if kind == "gpt":
-            state.setdefault("head.weight", state["tok.weight"])  # tied weights are stored once
-        model.load_state_dict(state)
+            state["head.weight"] = state["tok.weight"]   # tied: stored once
+        model.load_state_dict(state, strict=True)
         models.append(model.eval())
     return models[0], models[1], tok
 
 
-CACHE_NAME = "charlm"
+def generate(model: nn.Module, tok: CharTokenizer, prompt: str, n_chars: int, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None) -> str:
+    """Continue ``prompt`` by ``n_chars`` characters with the model's own ``generate``; returns the continuation."""
+    if not prompt:
+        raise ValueError("prompt must contain at least one character")
+    device = next(model.parameters()).device
+    ids = torch.tensor([tok.encode(prompt)], device=device)
+    out = model.generate(ids[:, -model.context:], n_chars, temperature=temperature, top_k=top_k, top_p=top_p,
+                         generator=generator)
+    return tok.decode(out[0, -n_chars:].tolist())
 
 
-def cache_config(config: dict = HEAVY_RUN) -> dict:
-    """Everything that determines the cached result: the run and the recipe's settings."""
-    spec = RECIPES[config["recipe"]]
-    return {"run": dict(config), "gpt": asdict(spec["gpt"]), "lstm": asdict(spec["lstm"]), "train": dict(spec["train"])}
+# -------------------------------------------------------------------------------- the cache, as tables
+#: How §14.59's tables name the three contenders.
+DISPLAY = {"gpt": "Transformer", "lstm": "LSTM", "nanogpt": "nanoGPT recipe"}
 
 
-def train_and_cache(config: dict = HEAVY_RUN, log=print):
-    """Run ``heavy_run`` and save it as cache entry ``charlm`` with its manifest; returns the folder."""
-    import sys
-    import time as _time
+def runs_table(cached):
+    """One row per final run of the cache: its group ("<model> <budget>s"), settings and final scores."""
+    import pandas as pd
 
-    from . import cache
+    rows = []
+    for r in cached.results["runs"]:
+        model, budget, seed = r["name"].split("_")
+        last = r["curve"][-1]
+        rows.append({"name": r["name"], "group": f"{model} {budget}", "model": model, "budget_s": float(budget[:-1]),
+                     "seed": int(seed.removeprefix("seed")), "batch": r["config"]["batch"], "lr": r["config"]["lr"],
+                     "steps": r["steps"], "chars": last["chars"], "seconds": r["train_seconds"],
+                     "train_loss": last["train_loss"], "val_loss": last["val_loss"], "parameters": r["parameters"],
+                     "samples": r["samples"]})
+    return pd.DataFrame(rows)
 
-    start = _time.perf_counter()
-    tensors, results, metrics = heavy_run(config, log=log)
-    return cache.save_cache(
-        CACHE_NAME, code=[sys.modules[__name__]], config=cache_config(config), tensors=tensors,
-        results=results, metrics=metrics, wall_time_s=_time.perf_counter() - start,
-        regenerate="make book HEAVY_EVAL=True  (or: papermill chapters/14_59_character_language_model.ipynb "
-                   "out.ipynb -p HEAVY_EVAL True)",
-    )
+
+def summary_table(runs):
+    """``runs_table`` per group: the setting, then the validation loss's mean, min and max over seeds."""
+    g = runs.groupby("group", sort=False)
+    out = g.agg(model=("model", "first"), budget_s=("budget_s", "first"), seeds=("seed", "count"),
+                batch=("batch", "first"), lr=("lr", "first"), steps=("steps", "first"),
+                chars_M=("chars", lambda c: c.mean() / 1e6), train=("train_loss", "mean"),
+                mean=("val_loss", "mean"), min=("val_loss", "min"), max=("val_loss", "max"))
+    out["model"] = out["model"].map(DISPLAY)
+    return out.sort_values(["budget_s", "mean"])
+
+
+def tuning_table(cached):
+    """One row per tuning run: model, batch, learning rate, steps, loss on the tuning slice, chosen or not."""
+    import pandas as pd
+
+    chosen = cached.results["chosen"]
+    return pd.DataFrame([{"kind": r["kind"], "model": DISPLAY[r["kind"]], "batch": r["config"]["batch"],
+                          "lr": r["config"]["lr"], "steps": r["steps"], "tuning loss": r["curve"][-1]["tune_loss"],
+                          "chosen": chosen[r["kind"]] == {"batch": r["config"]["batch"], "lr": r["config"]["lr"]}}
+                         for r in cached.results["tuning"]])
+
+
+def curves_table(cached, budget: float):
+    """The learning curves of every run at ``budget`` seconds, long: model, seed, split, step, x axes, nats."""
+    import pandas as pd
+
+    rows = []
+    for r in cached.results["runs"]:
+        model, b, seed = r["name"].split("_")
+        if float(b[:-1]) != budget:
+            continue
+        for rec in r["curve"]:
+            for split, column in (("train", "train_loss"), ("validation", "val_loss")):
+                rows.append({"model": DISPLAY[model], "seed": int(seed.removeprefix("seed")), "split": split,
+                             "step": rec["step"], "characters seen (M)": rec["chars"] / 1e6,
+                             "training seconds": rec["seconds"], "nats": rec[column]})
+    return pd.DataFrame(rows)
+
+
+def kept_run(kind: str, config: dict = HEAVY_RUN) -> str:
+    """The name of the run whose weights the cache keeps for ``kind``: the first seed at the longest budget."""
+    return f"{kind}_{max(config['budgets_s']):g}s_seed{config['seeds'][0]}"

@@ -8,7 +8,7 @@
                                 can run naive, fused or banded, with learned, sinusoidal, rotary, ALiBi or no
                                 positions
 - ``causal_attention``          the attention core those options select
-- ``gpt_from_chargpt_state``    §14.59's cached ``CharGPT`` weights loaded into a ``GPT`` (same logits)
+- ``model_code``                what a cache of trained GPTs keys on
 
 Shapes follow nanoGPT: B batch, T (or t) positions, C = d_model channels, h heads of d_k = C / h,
 V the vocabulary. The KV cache is :class:`helpers.efficient_attention.KVCache` (§14.56 builds it).
@@ -30,7 +30,7 @@ from .positional import apply_rope, sinusoidal_encoding
 from .sampling import sample_next
 from .transformer import DecoderOnlyBlock
 
-__all__ = ["GPTConfig", "GPT", "Block", "causal_attention", "alibi_slopes", "gpt_from_chargpt_state",
+__all__ = ["GPTConfig", "GPT", "Block", "causal_attention", "alibi_slopes", "model_code",
            "POSITIONS", "KERNELS"]
 
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "none")
@@ -315,36 +315,7 @@ class GPT(nn.Module):
         return (idx, torch.stack(step_logits, dim=1)) if return_logits else idx
 
 
-# ------------------------------------------------------------------------------ loading §14.59's weights
-
-def gpt_from_chargpt_state(state: dict[str, torch.Tensor], n_heads: int, **overrides) -> GPT:
-    """A :class:`GPT` holding the weights of a ``helpers.charlm.CharGPT`` (§14.59's cache) -> same logits.
-
-    ``state`` is a CharGPT ``state_dict`` (``tok``, ``pos``, ``blocks.i.{ln1, attn.qkv, attn.proj, ln2,
-    ffn.0, ffn.2}``, ``ln_f``, tied ``head``). Its fused ``qkv`` ``(3C, C)`` is split into ``w_q``, ``w_k``,
-    ``w_v``; the sizes are read from the tensors, the head count (not visible in them) is ``n_heads``.
-    ``overrides`` set other config fields (e.g. ``kernel``, ``window``). The model is returned in eval mode.
-    """
-    try:
-        V, C = state["tok.weight"].shape
-        block_size = state["pos.weight"].shape[0]
-    except KeyError as e:
-        raise ValueError(f"state must be a CharGPT state_dict; it has no {e.args[0]!r}") from None
-    n_layers = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
-    cfg = GPTConfig(vocab_size=V, block_size=block_size, n_layers=n_layers, n_heads=n_heads, d_model=C,
-                    **{"bias": False, "tie_weights": True, **overrides})
-    ours = {"tok.weight": state["tok.weight"], "pos.weight": state["pos.weight"],
-            "ln_f.weight": state["ln_f.weight"], "ln_f.bias": state["ln_f.bias"]}
-    for i in range(n_layers):
-        src, dst = f"blocks.{i}.", f"blocks.{i}."
-        q, k, v = state[src + "attn.qkv.weight"].split(C, dim=0)
-        ours.update({dst + "self_attn.w_q.weight": q, dst + "self_attn.w_k.weight": k,
-                     dst + "self_attn.w_v.weight": v, dst + "self_attn.w_o.weight": state[src + "attn.proj.weight"],
-                     dst + "ffn.linear1.weight": state[src + "ffn.0.weight"],
-                     dst + "ffn.linear2.weight": state[src + "ffn.2.weight"]})
-        for a, b in (("ln1", "norm1"), ("ln2", "norm2")):
-            ours[dst + b + ".weight"], ours[dst + b + ".bias"] = state[src + a + ".weight"], state[src + a + ".bias"]
-    model = GPT(cfg)
-    ours["head.weight"] = ours["tok.weight"]
-    model.load_state_dict(ours, strict=True)
-    return model.eval()
+def model_code() -> list:
+    """The functions and classes a GPT's results depend on: what a cache of trained GPTs keys on
+    (:func:`helpers.cache.code_hash`), so editing the rest of this module leaves such a cache valid."""
+    return [GPTConfig, _check_config, _check_attention, _check_forward, alibi_slopes, causal_attention, Block, GPT]

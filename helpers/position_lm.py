@@ -172,9 +172,11 @@ def cache_config(config: dict = HEAVY_RUN) -> dict:
 
 
 def cache_code() -> list:
-    """The modules whose syntax tree the cache's code key covers."""
+    """What the cache's code key covers: this module, the GPT's code (not the rest of ``helpers.gpt``), the
+    modules it is built from, and the two functions of ``helpers.charlm`` that read and batch the corpus."""
     from . import charlm, efficient_attention, gpt, positional, transformer
-    return [sys.modules[__name__], gpt, transformer, positional, efficient_attention, charlm]
+    return [sys.modules[__name__], *gpt.model_code(), transformer, positional, efficient_attention,
+            charlm.load_corpus, charlm.random_batch]
 
 
 def train_and_cache(config: dict = HEAVY_RUN, log=print):

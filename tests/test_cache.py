@@ -176,7 +176,15 @@ def _committed_sources():
             for label in json.loads(path.read_text())["code"]]
 
 
-@pytest.mark.parametrize("label", _committed_sources())
+def _committed_files():
+    return [p for p in _committed_sources() if p.values[0].endswith(".py")]
+
+
+def _committed_functions():
+    return [p for p in _committed_sources() if not p.values[0].endswith(".py")]
+
+
+@pytest.mark.parametrize("label", _committed_files())
 def test_real_modules_survive_comments_and_not_code_edits(label):
     """On the modules the committed caches list: a comment or docstring edit keeps the key."""
     text = (cache.REPO_ROOT / label).read_text()
@@ -188,6 +196,60 @@ def test_real_modules_survive_comments_and_not_code_edits(label):
     renamed = re.sub(rf"^def {first_def}\(", f"def {first_def}_renamed(", text, count=1, flags=re.M)
     assert cache.normalised_source(renamed) != key
     assert cache.normalised_source(text + "\nCACHE_NAME = 'other'\n") != key
+
+
+@pytest.mark.parametrize("label", _committed_functions())
+def test_real_functions_survive_comments_and_not_code_edits(label):
+    """On the functions and classes the committed caches list by name: the same, inside their source."""
+    import textwrap
+
+    _, text, _ = cache._source_of(label)
+    key = cache.normalised_source(text)
+    assert cache.normalised_source(text + "\n# a comment appended by the test\n") == key
+    lines = textwrap.dedent(text).splitlines()
+    head = next(i for i, line in enumerate(lines) if re.match(r"(def|class) \w+", line))
+    renamed = lines[:head] + [re.sub(r"^(def|class) (\w+)", r"\1 \2_renamed", lines[head])] + lines[head + 1:]
+    assert cache.normalised_source("\n".join(renamed)) != key
+
+
+TWO_FUNCTIONS = '''
+def used(x):
+    return x + 1
+
+
+def unused(x):
+    return x * 2
+'''
+
+
+def test_a_key_narrowed_to_the_functions_used_ignores_the_rest_of_their_module(tmp_path, monkeypatch):
+    """cache.narrow_key: an entry keyed on a whole module, narrowed to the one function it uses, stays fresh
+    when another function of the module changes and goes stale when the used one does."""
+    import importlib
+    import sys
+
+    package = cache.REPO_ROOT / "helpers" / "_narrow_demo.py"   # narrow_key needs a file of the repository
+    package.write_text(TWO_FUNCTIONS)
+    try:
+        monkeypatch.syspath_prepend(str(cache.REPO_ROOT))
+        module = importlib.import_module("helpers._narrow_demo")
+        config = {"steps": 1}
+        cache.save_cache("demo", code=[module], config=config, wall_time_s=1.0, regenerate="demo", cache_dir=tmp_path)
+        with pytest.raises(ValueError, match="outside the code its key covered"):
+            cache.narrow_key("demo", [module.used, cache.code_hash], cache_dir=tmp_path)
+        manifest = cache.narrow_key("demo", [module.used], cache_dir=tmp_path)
+        assert manifest["code"] == ["helpers._narrow_demo.used"]
+        package.write_text(TWO_FUNCTIONS.replace("x * 2", "x * 3"))       # the unused function changes
+        cache.verify_cache("demo", code=["helpers._narrow_demo.used"], config=config, cache_dir=tmp_path)
+        package.write_text(TWO_FUNCTIONS.replace("x + 1", "x + 2"))       # the used one changes
+        importlib.reload(module)
+        with pytest.raises(cache.StaleCacheError):
+            cache.verify_cache("demo", code=["helpers._narrow_demo.used"], config=config, cache_dir=tmp_path)
+        with pytest.raises(cache.StaleCacheError):                          # and narrowing a stale entry is refused
+            cache.narrow_key("demo", [module.used], cache_dir=tmp_path)
+    finally:
+        package.unlink()
+        sys.modules.pop("helpers._narrow_demo", None)
 
 
 def _legacy_entry(tmp_path, body=MODULE):
@@ -240,7 +302,7 @@ def _current(name):
     from helpers import bottleneck, charlm, m4benchmark, position_lm
 
     writers = {bottleneck.CACHE_NAME: (bottleneck.cache_code(), bottleneck.cache_config()),
-               charlm.CACHE_NAME: ([charlm], charlm.cache_config()),
+               charlm.CACHE_NAME: (charlm.cache_code(), charlm.cache_config()),
                m4benchmark.CACHE_NAME: (m4benchmark.cache_code(), m4benchmark.cache_config()),
                position_lm.CACHE_NAME: (position_lm.cache_code(), position_lm.cache_config())}
     assert name in writers, f"cache/{name}: no module writes it; register its code and config in tests/test_cache.py"

@@ -107,7 +107,7 @@ def test_window_error_on_the_trained_model(g):
     assert 1.5 < g["loss_change_w1"] < 2.5 and 1.0 < g["loss_change_w2"] < 2.0, "one or two characters: over a nat"
     assert 0.15 < g["loss_change_w4"] < 0.38 and 0.045 < g["loss_change_w8"] < 0.1
     assert 0.03 < g["loss_change_w16"] < 0.075 and 0.005 < g["loss_change_w32"] < 0.014
-    assert 0.012 < g["loss_change_w1_spread"] < 0.032, "the three sets agree to a few hundredths"
+    assert 0 < g["loss_change_w1_spread"] < 0.05 * g["loss_change_w1"], "the sets differ, by little against the cost"
     assert g["loss_change_w8_lowest"] <= g["loss_change_w8"] <= g["loss_change_w8_highest"]
     assert g["loss_change_w8_highest"] < 1.5 * g["loss_change_w8"] and g["loss_change_w8_lowest"] > 0.5 * g["loss_change_w8"]
     assert g["stacked_reach_w16"] == g["n_layers"] * 15 and g["stacked_reach_w16"] > 0.9 * g["block"]

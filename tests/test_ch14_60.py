@@ -35,7 +35,8 @@ def test_greedy_decoding_loops(g):
     for key in ("T05", "T10", "T15", "topk5", "topp09"):
         assert g[f"repeated_{key}"] == 0
     assert g["n_looping"] == g["n_prompts"], "every greedy continuation ends in an exact cycle"
-    assert 1 <= g["n_cycles"] <= 2 and g["n_main_cycle"] >= 0.75 * g["n_prompts"], "mostly one attractor"
+    assert 1 <= g["n_cycles"] <= 3, "only a few distinct cycles"
+    assert g["n_main_cycle"] > g["n_prompts"] / 2, "most continuations end in the same one"
     assert 20 <= g["cycle_period"] and g["onset_max"] + 2 * g["cycle_period"] <= g["long_chars"]
 
 
@@ -179,14 +180,11 @@ def test_diversity_likelihood_dial(g):
 
 @pytest.fixture(scope="module")
 def cached_model():
-    """§14.59's cached GPT loaded into helpers.gpt, with the validation split and the tokenizer."""
-    from helpers import cache, charlm
-    from helpers.gpt import gpt_from_chargpt_state
+    """§14.59's cached GPT (a helpers.gpt.GPT), with the validation split and the tokenizer."""
+    from helpers import charlm
 
-    cached = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
-    state = {key.split(".", 1)[1]: t for key, t in cached.tensors.items() if key.startswith("gpt.")}
-    gpt = gpt_from_chargpt_state(state, n_heads=cached.manifest["config"]["gpt"]["n_head"])
-    _, val, tok = charlm.load_corpus()
+    gpt, _, tok = charlm.trained_models(charlm.load())
+    _, val, _ = charlm.load_corpus()
     return gpt, val, tok
 
 

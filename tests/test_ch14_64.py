@@ -6,7 +6,9 @@ table, not for a fixed winner.
 """
 
 import math
+import statistics
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -29,36 +31,63 @@ def m4_owa():
 
 # ----------------------------------------------------------------------------------- text (cache/charlm)
 
-def test_text_numbers_are_those_of_the_charlm_cache(g):
-    manifest = cache.verify_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
-    assert g["lstm_val"] == manifest["metrics"]["lstm_val_loss"]
-    assert g["gpt_val"] == manifest["metrics"]["gpt_val_loss"]
-    assert abs(g["lm_seconds"] - manifest["metrics"]["gpt_train_seconds"]) < 1e-9
+@pytest.fixture(scope="module")
+def text_runs():
+    """§14.59's long-budget runs, read from cache/charlm's results as plain records (no glued value)."""
+    lm = charlm.load()
+    long = max(charlm.HEAVY_RUN["budgets_s"])
+    runs = {k: [r for r in lm.results["runs"] if r["name"].startswith(f"{k}_{long:g}s_")] for k in ("gpt", "lstm")}
+    val = {k: [r["curve"][-1]["val_loss"] for r in rs] for k, rs in runs.items()}
+    chars = {k: [r["curve"][-1]["chars"] for r in rs] for k, rs in runs.items()}
+    gpt_chars = max(chars["gpt"]) / 1e6
+    at = [float(np.interp(gpt_chars, [c["chars"] / 1e6 for c in r["curve"]], [c["val_loss"] for c in r["curve"]]))
+          for r in runs["lstm"]]
+    return {"long": long, "val": val, "chars": chars, "gpt_chars": gpt_chars, "lstm_at_gpt_chars": at,
+            "params": {k: rs[0]["parameters"] for k, rs in runs.items()}}
 
 
-def test_lstm_beats_transformer_at_equal_cpu_time_and_per_character(g):
-    assert g["lstm_val"] < g["gpt_val"]
-    assert g["lstm_ahead"] > g["n_evals"] / 2, "ahead at most evaluations"
-    assert g["lstm_at_gpt_chars"] < g["gpt_val"], "ahead also per character seen"
-    assert g["tps_ratio"] > 1.2
+def test_text_numbers_are_those_of_the_charlm_cache(g, text_runs):
+    assert g["lstm_val"] == pytest.approx(statistics.mean(text_runs["val"]["lstm"]))
+    assert g["gpt_val"] == pytest.approx(statistics.mean(text_runs["val"]["gpt"]))
+    assert g["lstm_val_hi"] == pytest.approx(max(text_runs["val"]["lstm"]))
+    assert g["gpt_val_lo"] == pytest.approx(min(text_runs["val"]["gpt"]))
+    assert g["lm_seconds"] == text_runs["long"] and g["lm_n_seeds"] == len(charlm.HEAVY_RUN["seeds"])
+    assert g["lstm_params"] == text_runs["params"]["lstm"] and g["gpt_params"] == text_runs["params"]["gpt"]
+    assert g["lstm_tps"] == pytest.approx(statistics.mean(text_runs["chars"]["lstm"]) / text_runs["long"])
+    assert g["gpt_tps"] == pytest.approx(statistics.mean(text_runs["chars"]["gpt"]) / text_runs["long"])
+    assert g["tps_ratio"] == pytest.approx(g["lstm_tps"] / g["gpt_tps"])
+    assert g["gpt_chars_M"] == pytest.approx(text_runs["gpt_chars"])
+    assert g["lstm_at_gpt_chars_hi"] == pytest.approx(max(text_runs["lstm_at_gpt_chars"]))
+    assert g["lstm_at_gpt_chars_lo"] == pytest.approx(min(text_runs["lstm_at_gpt_chars"]))
+
+
+def test_text_verdicts_follow_the_seeds(g, text_runs):
+    lstm, gpt = text_runs["val"]["lstm"], text_runs["val"]["gpt"]
+    assert g["text_result"] == ("the LSTM beat the Transformer on every seed" if max(lstm) < min(gpt) else
+                                "the Transformer beat the LSTM on every seed" if max(gpt) < min(lstm) else
+                                "the LSTM and the Transformer were within seed noise of each other")
+    assert g["text_per_char"] == ("every LSTM seed had already reached a lower loss than any Transformer seed's final one"
+                                  if max(text_runs["lstm_at_gpt_chars"]) < min(gpt) else
+                                  "the LSTM's seeds had not all reached the Transformer's final loss")
+    assert g["tps_ratio"] > 1.2, "the LSTM sees more characters in the same time"
     assert g["lstm_params"] < 1e6 and g["gpt_params"] < 1e6, "under a million parameters"
     assert 0.9 < g["n_train_chars_M"] < 1.1, "a million characters"
 
 
 def test_both_neural_models_are_far_ahead_of_the_bigram(g):
-    assert g["bigram_val"] - g["gpt_val"] > 0.5
-    assert g["bigram_val"] > g["gpt_val"] > g["lstm_val"]
+    assert g["bigram_val"] - max(g["gpt_val"], g["lstm_val"]) > 0.5
 
 
-def test_the_5gram_is_section_58s_and_the_neural_gain_over_it_is_a_third_of_the_bigrams(g, glued):
+def test_the_5gram_is_section_58s_and_the_neural_gain_over_it_is_a_fraction_of_the_bigrams(g, glued):
     # oracle: §14.58 computed the same add-0.01 5-gram on the same split with its own code
     assert g["ngram5_val"] == pytest.approx(glued("14_58_language_modelling_objective")["best_order_val_nats"], rel=1e-9)
     assert g["lstm_gain_over_ngram"] == pytest.approx(g["ngram5_val"] - g["lstm_val"])
     assert g["gpt_gain_over_ngram"] == pytest.approx(g["ngram5_val"] - g["gpt_val"])
     assert 0.1 < g["gpt_gain_over_ngram"] < g["lstm_gain_over_ngram"], "a clear lead"
-    for gain, model in (("lstm_gain_over_ngram", "lstm_val"), ("gpt_gain_over_ngram", "gpt_val")):
-        # "only a quarter to a third of what the bigram comparison suggests"
-        assert 0.22 < g[gain] / (g["bigram_val"] - g[model]) < 0.36
+    shares = [g[gain] / (g["bigram_val"] - g[model])
+              for gain, model in (("lstm_gain_over_ngram", "lstm_val"), ("gpt_gain_over_ngram", "gpt_val"))]
+    assert g["ngram_share_lo"] == pytest.approx(min(shares)) and g["ngram_share_hi"] == pytest.approx(max(shares))
+    assert g["ngram_share_hi"] < 0.5, "only a fraction of what the bigram comparison suggests"
 
 
 # ------------------------------------------------------------------------------------ forecasting (cache/m4)
@@ -170,38 +199,6 @@ def test_generation_counts_match_their_closed_forms(g):
 # ---- guards added for the claims check (issue 11 item 3) -------------------------------------
 
 import numpy as np
-
-
-@pytest.fixture(scope="module")
-def text_curves():
-    """§14.59's cached learning curves, read as the notebook reads them (no glued value)."""
-    lm = cache.load_cache(charlm.CACHE_NAME, code=[charlm], config=charlm.cache_config())
-    curve = {kind: pd.DataFrame(lm.results[kind]["curve"]) for kind in ("gpt", "lstm")}
-    tps = {kind: lm.results[kind]["tokens_per_s"] for kind in ("gpt", "lstm")}
-    book = charlm.RECIPES["book"]
-    gpt_steps = lm.results["gpt"]["steps"]
-    gpt_chars = gpt_steps * book["train"]["batch"] * book["gpt"].context / 1e6  # characters seen: steps x batch x context
-    return {
-        "n_evals": len(curve["lstm"]),
-        "lstm_ahead": int((curve["lstm"]["val_loss"].to_numpy() < curve["gpt"]["val_loss"].to_numpy()).sum()),
-        "tps_ratio": tps["lstm"] / tps["gpt"],
-        "gpt_chars_M": gpt_chars,
-        "lstm_at_gpt_chars": float(np.interp(gpt_steps, curve["lstm"]["step"], curve["lstm"]["val_loss"])),
-    }
-
-
-def test_per_character_comparison_is_section_59s(g, glued):
-    # one source of truth: §14.59 reads the LSTM's curve at the Transformer's characters the same way
-    s59 = glued("14_59_character_language_model")
-    assert g["lstm_at_gpt_chars"] == pytest.approx(s59["lstm_at_gpt_chars"], rel=1e-12)
-    assert g["gpt_chars_M"] == pytest.approx(s59["gpt_chars_M"], rel=1e-12)
-
-
-def test_text_comparison_recomputed_from_the_cached_curves(g, text_curves):
-    for key in ("n_evals", "lstm_ahead"):
-        assert g[key] == text_curves[key], key
-    for key in ("tps_ratio", "gpt_chars_M", "lstm_at_gpt_chars"):
-        assert g[key] == pytest.approx(text_curves[key], rel=1e-9), key
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,10 @@
-"""helpers.gpt: the book's one GPT, against the models it replaces, torch's kernels and its own definitions."""
+"""helpers.gpt: the book's one GPT, against torch's kernels and its own definitions."""
 
 import pytest
 import torch
 
-from helpers import charlm
 from helpers.attention import causal_mask, scaled_dot_product_attention
-from helpers.gpt import GPT, POSITIONS, GPTConfig, alibi_slopes, causal_attention, gpt_from_chargpt_state
+from helpers.gpt import GPT, POSITIONS, GPTConfig, alibi_slopes, causal_attention
 from helpers.positional import alibi_bias
 
 V = 11
@@ -19,41 +18,6 @@ def _model(seed=0, **kw):
     torch.manual_seed(seed)
     cfg = dict(vocab_size=V, block_size=16, n_layers=2, n_heads=2, d_model=16)
     return GPT(GPTConfig(**{**cfg, **kw})).eval()
-
-
-# ------------------------------------------------------------------ pinned: the CharGPT of §14.59
-
-def test_chargpt_weights_give_the_same_logits():
-    torch.manual_seed(1)
-    old = charlm.CharGPT(charlm.GPTConfig(vocab_size=V, context=16, n_layer=3, n_head=4, d_model=32)).eval()
-    with torch.no_grad():  # the LayerNorms start at (1, 0): move them, so that the copy of every tensor is tested
-        for name, p in old.named_parameters():
-            if "ln" in name:
-                p.add_(0.1 * torch.randn_like(p))
-    new = gpt_from_chargpt_state(old.state_dict(), n_heads=4)
-    x = _idx(3, 16)
-    with torch.no_grad():
-        assert torch.allclose(new(x)[0], old(x), atol=1e-5)
-    assert sum(p.numel() for p in new.parameters()) == sum(p.numel() for p in old.parameters())
-    assert new.head.weight is new.tok.weight
-
-
-def test_chargpt_head_count_matters():
-    torch.manual_seed(1)
-    old = charlm.CharGPT(charlm.GPTConfig(vocab_size=V, context=16, n_layer=1, n_head=4, d_model=32)).eval()
-    with torch.no_grad():  # at GPT-2's small initialisation attention is nearly uniform: sharpen it
-        old.blocks[0].attn.qkv.weight.mul_(30)
-        old.blocks[0].attn.proj.weight.mul_(30)
-    right = gpt_from_chargpt_state(old.state_dict(), n_heads=4)
-    wrong = gpt_from_chargpt_state(old.state_dict(), n_heads=2)
-    with torch.no_grad():
-        x = _idx(2, 16)
-        assert (right(x)[0] - old(x)).abs().max() < 1e-4 < 1e-2 < (wrong(x)[0] - old(x)).abs().max()
-
-
-def test_loading_a_state_that_is_not_a_chargpt_names_what_is_missing():
-    with pytest.raises(ValueError, match="pos.weight"):
-        gpt_from_chargpt_state({"tok.weight": torch.zeros(3, 4)}, n_heads=1)
 
 
 # ------------------------------------------------------------------ the model's definitions
