@@ -121,3 +121,43 @@ def test_exercise_solutions(g):
     assert g["kv_batch16_GiB"] == 16 * g["kv_big_GiB"] > g["weights_7b_GiB"]
     assert g["linear_diff"] < 1e-5
     assert 1.9 < g["linear_flop_growth"] < 2.1
+
+
+@pytest.fixture(scope="module")
+def window_experiment():
+    """The sliding-window experiment on §14.59's cached GPT, run again here from the executed notebook's
+    SEED and settings (no glued measurement is read): the same validation windows, every window width."""
+    import torch.nn.functional as F
+
+    from conftest import executed_parameters, glued_values, load_executed
+
+    settings = glued_values(load_executed(STEM))
+    seed0, n_windows, n_sets = executed_parameters(STEM)["SEED"], settings["n_windows"], settings["n_eval_seeds"]
+    model, _, _ = charlm.trained_models(charlm.load())
+    _, val, _ = charlm.load_corpus()
+    block = model.config.block_size
+    sets = []
+    for s in range(n_sets):
+        gen = torch.Generator().manual_seed(seed0 + s)
+        starts = torch.randint(0, len(val) - block - 1, (n_windows,), generator=gen)
+        at = starts[:, None] + torch.arange(block)
+        sets.append((val[at], val[at + 1]))
+    out = {}
+    with torch.no_grad():
+        full = [model(x)[0] for x, _ in sets]
+        base = [F.cross_entropy(z.flatten(0, 1), y.flatten()).item() for z, (_, y) in zip(full, sets)]
+        out["val_loss_spread"] = max(base) - min(base)
+        out["logit_max"] = max(float(z.abs().max()) for z in full)
+        for w in (1, 2, 4, 8, 16, 32):
+            model.set_attention("banded", w)
+            change = [F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten()).item() - b for (x, y), b in zip(sets, base)]
+            out[f"loss_change_w{w}"] = sum(change) / len(change)
+            if w == 1:
+                out["loss_change_w1_spread"] = max(change) - min(change)
+        model.set_attention("fused")
+    return out
+
+
+def test_window_experiment_run_again(g, window_experiment):
+    for key, value in window_experiment.items():
+        assert g[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key

@@ -264,9 +264,19 @@ def test_sample_figures_recomputed_from_the_cache(g, runs):
 
 
 # ----------------------------------------------------------------------------------------- solutions
-def test_shorter_context_costs_loss(g, runs):
+def test_shorter_context_costs_loss(g, runs, cached):
+    import torch
+
     assert g["gpt_first_val"] == pytest.approx(val(runs[0][charlm.kept_run("gpt")]))
     assert g["short_context_loss"] > g["gpt_first_val"] + 0.05
+    # measured again: the cached Transformer on consecutive windows of the short context
+    gpt, _, _ = charlm.trained_models(cached)
+    _, v, _ = charlm.load_corpus()
+    T = g["short_context"]
+    n = (len(v) - 1) // T * T
+    with torch.no_grad():
+        again = float(gpt(v[:n].view(-1, T), v[1:n + 1].view(-1, T))[1])
+    assert g["short_context_loss"] == pytest.approx(again, rel=1e-5)
 
 
 def test_solution_3_multiply_adds(g):

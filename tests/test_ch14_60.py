@@ -98,7 +98,9 @@ def greedy_printout():
             text = "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
             onsets = [int(x) for x in re.search(r"onsets \[([^\]]*)\]", text).group(1).split(",")]
             cycle = text.split("continuations):\n", 1)[1][:-1]  # print() adds one newline
-            return {"onsets": onsets, "cycle": cycle}
+            return {"onsets": onsets, "cycle": cycle,
+                    "n_cycles": int(re.search(r"distinct cycles: (\d+)", text).group(1)),
+                    "n_main_cycle": int(re.search(r"the most common cycle \((\d+) continuations\)", text).group(1))}
     pytest.fail("the notebook no longer prints the greedy cycles")
 
 
@@ -159,6 +161,7 @@ def test_greedy_cycles_as_printed(g, greedy_printout):
     # "after between onset_min and onset_max characters"
     assert (g["onset_min"], g["onset_max"]) == (min(greedy_printout["onsets"]), max(greedy_printout["onsets"]))
     assert len(greedy_printout["onsets"]) == g["n_looping"]
+    assert (g["n_cycles"], g["n_main_cycle"]) == (greedy_printout["n_cycles"], greedy_printout["n_main_cycle"])
     # only n_cycles distinct cycles, n_main_cycle of them the same one
     assert (g["n_main_cycle"] < g["n_looping"]) == (g["n_cycles"] > 1)
     assert g["n_cycles"] <= g["n_looping"] - g["n_main_cycle"] + 1
@@ -217,10 +220,16 @@ def validation_stats(cached_model):
     idx, h = torch.nonzero(after_letter), entropy[after_letter]
     mid_word = tuple(idx[torch.argsort(h)[len(h) // 2]].tolist())  # the median-entropy mid-word position
     p_sorted = z.softmax(-1).sort(-1, descending=True).values
+    idx_s, h_s = torch.nonzero(after_space), entropy[after_space]
+    word_start = tuple(idx_s[torch.argsort(h_s)[len(h_s) // 2]].tolist())  # the median-entropy word start
+    p_start = z[word_start].softmax(-1)
     zu, yu = z[usable], y[usable]
     temps = [round(0.5 + 0.05 * i, 2) for i in range(31)]
     losses = {T: float(F.cross_entropy(zu / T, yu)) for T in temps}
     return {
+        "example_p_top": float(p_start.max()),
+        "example_mass_top5": float(p_start.sort(descending=True).values[:5].sum()),
+        "example_p_top_hot": float((z[word_start] / 1.5).softmax(-1).max()),   # the rule "T = 1.5"
         "nucleus_mid_example": int(size[mid_word]),
         "nucleus_mid_median": float(size[after_letter].double().median()),
         "nucleus_start_median": float(size[after_space].double().median()),
