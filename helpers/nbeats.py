@@ -31,15 +31,19 @@ from .checks import check_int
 
 @dataclass(frozen=True)
 class NBeatsConfig:
-    """Everything that defines one trained member of the ensemble."""
+    """Everything that defines one trained global forecaster: an N-BEATS member, or one of the
+    Part's sequence models (``model="gru"`` or ``"transformer"``, from ``helpers.seqforecast``)."""
 
+    model: str = "nbeats"  #: "nbeats", "gru" or "transformer" (see ``build_model``)
     lookback: int = 168  #: input window L (hours)
     horizon: int = 48  #: forecast length H
     loss: str = "smape"  #: training loss: "smape" or "mase"
     scaling: str = "level"  #: "level" or "seasonal" (see the module docstring)
-    width: int = 256  #: units per hidden layer
-    layers: int = 4  #: hidden layers per block
-    blocks: int = 4  #: blocks in the stack
+    width: int = 256  #: units per hidden layer (GRU: state size; Transformer: token width)
+    layers: int = 4  #: hidden layers per block (GRU: stacked GRUs; Transformer: encoder blocks)
+    blocks: int = 4  #: blocks in the stack (N-BEATS only)
+    heads: int = 4  #: attention heads (Transformer only)
+    patch: int = 24  #: hours per token (Transformer only)
     steps: int = 2000  #: optimiser steps
     batch: int = 1024  #: windows per step
     lr: float = 1e-3  #: peak learning rate (one-cycle schedule)
@@ -135,7 +139,7 @@ class WindowSampler:
 SCALINGS = ("level", "seasonal")
 
 
-def forecast_from_window(model: "NBeats", x: torch.Tensor, scaling: str, season: int) -> torch.Tensor:
+def forecast_from_window(model: nn.Module, x: torch.Tensor, scaling: str, season: int) -> torch.Tensor:
     """Scale raw input windows ``(B, L)``, run the model, and return forecasts in raw units ``(B, H)``."""
     level = x.mean(dim=1, keepdim=True)
     if scaling == "level":
@@ -161,8 +165,25 @@ def mase_loss(pred: torch.Tensor, target: torch.Tensor, scale: torch.Tensor) -> 
 LOSSES = {"smape": smape_loss, "mase": mase_loss}
 
 
-def train_nbeats(series, config: NBeatsConfig, log=None) -> tuple[NBeats, dict]:
-    """Train one network on windows drawn from ``series`` (a list of 1-D arrays).
+MODELS = ("nbeats", "gru", "transformer")
+
+
+def build_model(config: NBeatsConfig) -> nn.Module:
+    """A freshly initialised network of ``config.model``'s kind: ``forward`` maps ``(B, L)`` to ``(B, H)``."""
+    from .seqforecast import GRUForecaster, PatchTransformer
+
+    if config.model == "nbeats":
+        return NBeats(config.lookback, config.horizon, config.width, config.layers, config.blocks)
+    if config.model == "gru":
+        return GRUForecaster(config.lookback, config.horizon, config.width, config.layers)
+    if config.model == "transformer":
+        return PatchTransformer(config.lookback, config.horizon, config.width, config.layers, config.heads,
+                                config.patch)
+    raise ValueError(f"config.model must be one of {MODELS}, got {config.model!r}")
+
+
+def train_forecaster(series, config: NBeatsConfig, log=None) -> tuple[nn.Module, dict]:
+    """Train one network (``build_model(config)``) on windows drawn from ``series`` (a list of 1-D arrays).
 
     Returns the model (in eval mode) and ``{"seconds", "steps", "final_loss"}``; ``log`` is
     called with a line every quarter of the run if given.
@@ -175,7 +196,7 @@ def train_nbeats(series, config: NBeatsConfig, log=None) -> tuple[NBeats, dict]:
     sampler = WindowSampler(series, config.lookback, config.horizon, config.history_window, config.season)
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    model = NBeats(config.lookback, config.horizon, config.width, config.layers, config.blocks)
+    model = build_model(config)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=config.steps, pct_start=0.1)
     loss_fn, start, recent = LOSSES[config.loss], time.perf_counter(), []
@@ -190,13 +211,13 @@ def train_nbeats(series, config: NBeatsConfig, log=None) -> tuple[NBeats, dict]:
         schedule.step()
         recent = (recent + [loss.item()])[-50:]
         if log and (step + 1) % max(1, config.steps // 4) == 0:
-            log(f"  L={config.lookback} {config.loss}: step {step + 1}/{config.steps}  loss {np.mean(recent):.4f}")
+            log(f"  {config.model} L={config.lookback} {config.loss}: step {step + 1}/{config.steps}  loss {np.mean(recent):.4f}")
     info = {"seconds": time.perf_counter() - start, "steps": config.steps, "final_loss": float(np.mean(recent))}
     return model.eval(), info
 
 
 @torch.no_grad()
-def predict(model: NBeats, series, config: NBeatsConfig) -> np.ndarray:
+def predict(model: nn.Module, series, config: NBeatsConfig) -> np.ndarray:
     """Forecast the ``horizon`` values after the end of each series; returns ``(S, H)``."""
     series = _check_series(series, model.lookback, f"lookback {model.lookback}")
     x = torch.from_numpy(np.stack([y[-model.lookback:] for y in series]).astype(np.float32))

@@ -103,7 +103,7 @@ def test_training_learns_a_seasonal_pattern():
     series = _toy_series(4)
     cfg = nbeats.NBeatsConfig(lookback=48, horizon=24, width=32, layers=2, blocks=2, steps=300, batch=64,
                               lr=3e-3, history_window=200, loss="mase")
-    model, info = nbeats.train_nbeats(series, cfg)
+    model, info = nbeats.train_forecaster(series, cfg)
     hist = [y[:-24] for y in series]
     pred = nbeats.predict(model, hist, cfg)
     # far better than the naive forecast on this strongly seasonal toy data
@@ -120,7 +120,7 @@ def test_training_is_reproducible_and_depends_on_seed_and_steps():
     cfg = nbeats.NBeatsConfig(lookback=24, horizon=12, width=8, layers=1, blocks=1, steps=5, batch=8)
 
     def params(c):
-        model, _ = nbeats.train_nbeats(series, c)
+        model, _ = nbeats.train_forecaster(series, c)
         return torch.cat([p.detach().flatten() for p in model.parameters()])
 
     first = params(cfg)
@@ -147,7 +147,7 @@ def test_bad_input_is_named(bad, message):
     series = bad.pop("series", [np.ones(200) + np.arange(200) % 3])
     cfg = nbeats.NBeatsConfig(lookback=24, horizon=12, width=4, layers=1, blocks=1, steps=1, batch=2, **bad)
     with pytest.raises(ValueError, match=message):
-        nbeats.train_nbeats(series, cfg)
+        nbeats.train_forecaster(series, cfg)
 
 
 def test_model_checks_its_input_shape():
