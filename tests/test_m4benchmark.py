@@ -61,3 +61,32 @@ def test_scores_refuse_mismatched_shapes(few):
     _, hist, test = few
     with pytest.raises(ValueError, match="same shape"):
         bench.scores(test[:, :24], hist, test)
+
+
+def test_origin_table_is_owa_against_naive2_at_each_origin(few):
+    from helpers.forecasting import owa
+
+    ids, hist, test = few
+    config = dict(bench.HEAVY_RUN, classical=["SeasonalNaive", "Naive2"], n_jobs=1)
+    fc, _ = bench.classical_forecasts(ids, hist, test, config, log=lambda *_: None)
+    table = bench.origin_table(fc["SeasonalNaive"], fc["Naive2"], hist, test, bench.ORIGINS)
+    assert list(table.index) == list(bench.ORIGINS)
+    for o, (name, back) in enumerate(bench.ORIGINS.items()):
+        h, actual = bench.split_at(hist, test, back)
+        a, b = bench.scores(fc["SeasonalNaive"][o], h, actual).mean(), bench.scores(fc["Naive2"][o], h, actual).mean()
+        assert table.loc[name, "OWA"] == pytest.approx(owa(a["sMAPE"], a["MASE"], b["sMAPE"], b["MASE"]))
+    itself = bench.origin_table(fc["Naive2"], fc["Naive2"], hist, test, bench.ORIGINS)["OWA"].to_numpy()
+    assert itself == pytest.approx(np.ones(len(bench.ORIGINS))), "Naive2 against itself scores 1 at every origin"
+
+
+def test_candidates_seeds_and_names():
+    ens = bench.candidates(bench.ENSEMBLE)
+    assert len(ens) == 1 and len(ens[0]) == 4, "N-BEATS has one candidate: the ensemble of four"
+    gru = bench.candidates("GRU")
+    assert [c.model for c in gru] == ["gru"] * 3
+    again = bench.seeded(gru[0], 2)
+    assert again.seed == gru[0].seed + 200 and again.scaling == gru[0].scaling
+    assert [c.seed for c in bench.seeded(ens[0], 1)] == [c.seed + 100 for c in ens[0]]
+    assert bench.describe(gru[0]).startswith("seasonal / mase") and bench.describe(ens[0]).startswith("median of 4")
+    with pytest.raises(ValueError, match="family must be one of"):
+        bench.candidates("ARIMA")
