@@ -14,11 +14,15 @@ A cache entry is a folder ``cache/<name>/`` holding
 
 The code key covers what the code *does*, not how it is written up: each Python source
 is parsed and its syntax tree, without comments, docstrings or other bare string
-statements, is hashed. Editing a comment or a docstring keeps a cache valid; changing a
-statement, a default, a constant or a name makes it stale. (Manifests written before
-this key, marked by the absence of ``code_hash_kind``, are checked with the old key, a
-hash of the files' bytes; ``python -m helpers.cache rekey NAME`` moves such an entry to
-the new key after checking that the old one still matches.)
+statements, is written in a canonical form (``canonical_dump``) and hashed. Editing a
+comment or a docstring keeps a cache valid; changing a statement, a default, a constant
+or a name makes it stale. The canonical form does not depend on the Python version, so a
+cache written under Python 3.11 is fresh under Colab's 3.13 (``ast.dump``, which the older
+``python-ast-v1`` key hashed, differs between the two). ``python -m helpers.cache rekey NAME``
+moves an entry with an older key to the current one after checking that the old key still
+matches; ``python -m helpers.cache widen NAME FILE --since COMMIT`` adds a module the key
+left out, after checking that it has not changed since the entry was committed. Both keep
+their proof in the manifest's ``key_history``.
 """
 
 from __future__ import annotations
@@ -48,8 +52,11 @@ CACHE_DIR = repo_path("cache")
 TENSORS_FILE = "tensors.safetensors"
 RESULTS_FILE = "results.json"
 MANIFEST_FILE = "manifest.json"
-#: ``manifest["code_hash_kind"]`` of a key computed by ``code_hash`` (absent: the old byte hash).
-CODE_HASH_KIND = "python-ast-v1"
+#: ``manifest["code_hash_kind"]`` of a key computed by ``code_hash``: the canonical syntax tree, the same
+#: under every Python from 3.11 on. Older kinds, accepted only by ``rekey``: "python-ast-v1" (``ast.dump``,
+#: which differs between Python versions) and no kind at all (the files' bytes).
+CODE_HASH_KIND = "python-ast-v2"
+LEGACY_KINDS = (None, "python-ast-v1")
 
 
 class CacheError(RuntimeError):
@@ -83,7 +90,8 @@ def _source_of(item: Any) -> tuple[str, str, bool]:
         return _source_of(_import_label(item))       # a function or class recorded as "module.qualname"
     if isinstance(item, (str, Path)):
         path = Path(item)
-        path = path if path.is_absolute() else REPO_ROOT / path
+        # resolved, as REPO_ROOT is: a checkout reached through a symlink must give the same labels
+        path = (path if path.is_absolute() else REPO_ROOT / path).resolve()
         if not path.is_file():
             raise ValueError(f"code file {item!s} does not exist (paths are relative to the repo root)")
         label = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
@@ -116,16 +124,8 @@ def _import_label(label: str) -> Any:
     raise ValueError(f"code item {label!r} names no importable function or class")
 
 
-def normalised_source(text: str, label: str = "<source>") -> str:
-    """The syntax tree of Python ``text`` as a string, without comments and docstrings.
-
-    Two sources that differ only in comments, docstrings, bare string statements,
-    blank lines or line breaks give the same string; any other edit gives a different one.
-    """
-    try:
-        tree = ast.parse(textwrap.dedent(text))
-    except SyntaxError as err:
-        raise ValueError(f"{label} is not valid Python ({err}); the code key parses it") from None
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` without docstrings and other bare string statements (a body left empty gets ``pass``)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list):
@@ -134,49 +134,139 @@ def normalised_source(text: str, label: str = "<source>") -> str:
                 if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
                         and isinstance(stmt.value.value, str))]
         node.body = kept or [ast.Pass()]
-    return ast.dump(tree, annotate_fields=True, include_attributes=False)
+    return tree
 
 
-def code_hash(code: Iterable[Any], config: dict[str, Any]) -> str:
+def _parse(text: str, label: str) -> ast.AST:
+    try:
+        return ast.parse(textwrap.dedent(text))
+    except SyntaxError as err:
+        raise ValueError(f"{label} is not valid Python ({err}); the code key parses it") from None
+
+
+def canonical_dump(node: Any) -> str:
+    """A syntax tree as text that is the same under every Python version that parses it to the same tree.
+
+    ``ast.dump`` is not: Python 3.13 leaves out empty fields (``kwonlyargs=[]``, ``type_params=[]``) that
+    3.11 and 3.12 print, and 3.12 added ``type_params``, which 3.11 lacks. Here every node is written as
+    its class name and its fields sorted by name, a field whose value is ``None`` or an empty list is
+    left out, and a constant is written as its ``repr``. A field a later Python adds with an empty
+    default therefore changes nothing; a renamed node or field would, and ``tests/test_cache.py`` pins
+    the key of a fixed snippet so that such a change is seen on the interpreter that brings it.
+    """
+    if isinstance(node, ast.AST):
+        fields = []
+        for field in sorted(node._fields):
+            value = getattr(node, field, None)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            fields.append(f"{field}={canonical_dump(value)}")
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical_dump(item) for item in node) + "]"
+    return repr(node)
+
+
+def normalised_source(text: str, label: str = "<source>") -> str:
+    """The syntax tree of Python ``text`` as canonical text (``canonical_dump``), without comments and docstrings.
+
+    Two sources that differ only in comments, docstrings, bare string statements,
+    blank lines or line breaks give the same string; any other edit gives a different one.
+    The string is the same under Python 3.11, 3.12 and 3.13.
+    """
+    return canonical_dump(_strip_docstrings(_parse(text, label)))
+
+
+def _normalised_source_v1(text: str, label: str = "<source>") -> str:
+    """The ``python-ast-v1`` form: ``ast.dump`` of the same tree, which depends on the interpreter.
+
+    Kept only so that ``rekey`` can prove an entry keyed with it is still fresh before moving it to
+    ``CODE_HASH_KIND``; it matches a recorded v1 key only under the Python that wrote it (3.11 here).
+    """
+    return ast.dump(_strip_docstrings(_parse(text, label)), annotate_fields=True, include_attributes=False)
+
+
+#: helpers modules a key never needs to follow into: they hold paths, glue and this cache, no computation.
+NOT_FOLLOWED = ("helpers/book.py", "helpers/cache.py")
+
+
+def _imported_modules(file: str) -> list[str]:
+    """The ``helpers`` modules that the repository file ``file`` imports, as repository paths."""
+    tree = _parse((REPO_ROOT / file).read_text(encoding="utf-8"), file)
+    package = Path(file).parent.as_posix().replace("/", ".")
+    found = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            base = (package if node.level else "") + ("." + node.module if node.module and node.level else node.module or "")
+            base = base.lstrip(".")
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            path = name.replace(".", "/") + ".py"
+            if name.split(".")[0] == "helpers" and (REPO_ROOT / path).is_file():
+                found.append(path)
+    return sorted(set(found) - {file})
+
+
+def with_imports(code: Iterable[Any]) -> list[Any]:
+    """``code`` and every ``helpers`` module it imports, directly or through others (``NOT_FOLLOWED`` aside).
+
+    What a cached model runs is more than the modules its writer names: a GPT's blocks run
+    ``helpers/attention.py`` although the writer names only ``helpers/gpt.py``. A module of which
+    ``code`` names single functions (say ``helpers.gpt.Block``) counts as named: its other functions
+    stay outside the key, but the modules it imports are followed.
+    """
+    code = list(code)
+    labels = [_source_of(item)[0] for item in code]
+    named = {_file_of(label) for label in labels}
+    todo, seen = sorted(named), set(named)
+    extra = []
+    while todo:
+        for dep in _imported_modules(todo.pop()):
+            if dep not in seen and dep not in NOT_FOLLOWED:
+                seen.add(dep)
+                todo.append(dep)
+                extra.append(dep)
+    return code + sorted(extra)
+
+
+def code_hash(code: Iterable[Any], config: dict[str, Any], kind: str | None = CODE_HASH_KIND) -> str:
     """SHA-256 over what every item of ``code`` does and the JSON of ``config``.
 
     A Python item (module, function, class, ``.py`` path) counts through
     ``normalised_source``: comment and docstring edits keep the hash, code edits change
     it. Any other file counts byte for byte. Any change of ``config`` changes the hash.
+    ``kind`` selects an older key (``LEGACY_KINDS``), which only ``rekey`` needs.
     """
+    if kind not in (CODE_HASH_KIND, *LEGACY_KINDS):
+        raise ValueError(f"unknown code key kind {kind!r}; this helpers.cache knows {CODE_HASH_KIND!r} "
+                         f"and, to re-key old entries, {LEGACY_KINDS!r}")
+    normalise = {CODE_HASH_KIND: normalised_source, "python-ast-v1": _normalised_source_v1}.get(kind)
     digest = hashlib.sha256()
     for label, text, is_python in sorted(_source_of(item) for item in code):
-        if is_python:
-            text = normalised_source(text, label)
+        if is_python and normalise is not None:
+            text = normalise(text, label)
         digest.update(label.encode() + b"\0" + text.encode() + b"\0")
     digest.update(json.dumps(config, sort_keys=True).encode())
     return digest.hexdigest()
 
 
 def file_bytes_hash(code: Iterable[Any], config: dict[str, Any]) -> str:
-    """The old code key: SHA-256 over the full text of every item and the config.
-
-    Kept only to check manifests written before ``CODE_HASH_KIND`` (any edit, even a
-    comment, changes it).
-    """
-    digest = hashlib.sha256()
-    for label, text, _ in sorted(_source_of(item) for item in code):
-        digest.update(label.encode() + b"\0" + text.encode() + b"\0")
-    digest.update(json.dumps(config, sort_keys=True).encode())
-    return digest.hexdigest()
+    """The oldest code key (no ``code_hash_kind``): SHA-256 over the full text of every item and the config."""
+    return code_hash(code, config, kind=None)
 
 
 def _recorded_key(manifest: dict[str, Any], code: list, config: dict[str, Any]) -> str:
     """The current key of ``code``/``config``, computed the way ``manifest``'s key was."""
     kind = manifest.get("code_hash_kind")
-    if kind is None:
-        return file_bytes_hash(code, config)
-    if kind != CODE_HASH_KIND:
+    if kind != CODE_HASH_KIND and kind not in LEGACY_KINDS:
         raise CorruptCacheError(
             f"cache/{manifest.get('name', '?')} has code_hash_kind {kind!r}; this helpers.cache "
             f"knows {CODE_HASH_KIND!r} only (update the helpers package)"
         )
-    return code_hash(code, config)
+    return code_hash(code, config, kind=kind)
 
 
 def environment() -> dict[str, Any]:
@@ -222,7 +312,7 @@ def save_cache(
     """
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"cache name must be a plain folder name, got {name!r}")
-    code = list(code)
+    code = with_imports(code)
     folder = Path(cache_dir or CACHE_DIR) / name
     folder.mkdir(parents=True, exist_ok=True)
     # clone: tensors that share memory (e.g. tied embeddings) must be stored separately
@@ -263,13 +353,49 @@ def read_manifest(name: str, cache_dir: Path | None = None) -> dict[str, Any]:
         ) from err
 
 
+def _cost(manifest: dict[str, Any]) -> str:
+    """How long the recorded run took, and on what: "about 108 min on 2 CPU cores"."""
+    seconds = float(manifest.get("wall_time_s") or 0)
+    hardware = manifest.get("hardware", {})
+    where = (f"a {hardware['cuda']} GPU" if hardware.get("cuda")
+             else f"{hardware.get('cpu_count', '?')} CPU cores")
+    took = f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{max(1, round(seconds / 60))} min"
+    return f"about {took} on {where}"
+
+
+def _stale_message(name: str, manifest: dict[str, Any], current: str) -> str:
+    """What a stale entry means, for a reader (Colab, or a build with HEAVY_EVAL=False) and for a developer."""
+    from .book import in_colab, repository_url
+
+    kind = manifest.get("code_hash_kind")
+    what = (f"cache/{name} holds results that the code now in this copy of the book did not produce: the code "
+            f"or settings behind them changed after they were saved (key {manifest.get('code_hash', '?')[:12]} "
+            f"recorded, {current[:12]} now; the key covers {', '.join(manifest.get('code', []))}). "
+            f"The cached results are not used, since they would not match the code shown.")
+    if kind in LEGACY_KINDS:
+        what += (f" This entry still has an old key ({kind or 'file bytes'}) that depends on "
+                 f"{'the Python version' if kind else 'comments too'}: if the code itself is unchanged, "
+                 f"`python -m helpers.cache rekey {name}` under the Python that wrote it "
+                 f"({manifest.get('versions', {}).get('python', '?')}) moves it to {CODE_HASH_KIND}.")
+    reader = (f"Reading the book, you did nothing wrong: this is a fault of the book's copy you opened. "
+              f"Please report it at {repository_url()}/issues, quoting this message. To see the section "
+              f"anyway, set HEAVY_EVAL = True where the notebook defines it and run the notebook again: it "
+              f"retrains everything and rewrites the cache (the recorded run took {_cost(manifest)}).")
+    if in_colab():
+        return f"{what}\n\n{reader}"
+    return f"{what}\n\n{reader}\n\nDeveloping the book: regenerate it with {_regenerate_hint(manifest, name)}"
+
+
 def verify_cache(
-    name: str, *, code: Iterable[Any], config: dict[str, Any], cache_dir: Path | None = None
+    name: str, *, code: Iterable[Any], config: dict[str, Any], cache_dir: Path | None = None,
+    follow_imports: bool = True,
 ) -> dict[str, Any]:
     """Check cache entry ``name`` without loading it; returns its manifest.
 
     Raises ``CorruptCacheError`` if a file's SHA-256 differs from the manifest's and
     ``StaleCacheError`` if ``code``/``config`` no longer hash to the recorded code hash.
+    ``code`` is taken with the helpers modules it imports (``with_imports``), as ``save_cache``
+    records it; ``follow_imports=False`` checks exactly the items given (for re-keying).
     """
     folder = Path(cache_dir or CACHE_DIR) / name
     manifest = read_manifest(name, cache_dir)
@@ -282,18 +408,12 @@ def verify_cache(
                 f"cache/{name}/{fname} does not match the SHA-256 in its manifest (corrupt or "
                 f"edited by hand). Restore it with `git checkout -- cache/{name}`, or regenerate: {hint}"
             )
-    current = _recorded_key(manifest, list(code), config)
+    code = list(code)
+    if follow_imports and manifest.get("code_hash_kind") == CODE_HASH_KIND:
+        code = with_imports(code)
+    current = _recorded_key(manifest, code, config)
     if current != manifest.get("code_hash"):
-        raise StaleCacheError(
-            f"cache/{name} was produced by different code or config than the current one "
-            f"(code hash {manifest.get('code_hash', '?')[:12]} recorded, {current[:12]} now; "
-            f"code: {', '.join(manifest.get('code', []))}). The cached results no longer match "
-            f"the code shown. Regenerate it: {hint}"
-            + ("" if manifest.get("code_hash_kind") else
-               f" (This manifest predates the syntax-tree key, so even a comment edit makes it "
-               f"stale: if only comments or docstrings changed, restore the files, run "
-               f"`python -m helpers.cache rekey {name}`, then redo the edit.)")
-        )
+        raise StaleCacheError(_stale_message(name, manifest, current))
     return manifest
 
 
@@ -314,29 +434,98 @@ def load_cache(
     return CachedResult(tensors=tensors, results=results, manifest=manifest)
 
 
-def rekey(name: str, *, regenerate: str | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
-    """Move entry ``name`` from the old byte key to ``CODE_HASH_KIND``; returns the new manifest.
-
-    Refuses unless the entry is intact and its old key still matches the files its
-    manifest lists, i.e. unless the current code is byte for byte the code that produced
-    it. The old key is kept in the manifest as ``code_hash_file_bytes``. ``regenerate``,
-    if given, replaces the command that error messages quote.
-    """
-    manifest = read_manifest(name, cache_dir)
-    if manifest.get("code_hash_kind"):
-        raise ValueError(f"cache/{name} already has a {manifest['code_hash_kind']} key; nothing to do")
-    code = manifest.get("code", [])
-    for label in code:
-        if not (REPO_ROOT / label).is_file():
-            raise ValueError(f"cache/{name} lists {label!r}, not a file of the repository: rekey needs paths")
-    verify_cache(name, code=code, config=manifest["config"], cache_dir=cache_dir)  # old key, files intact
-    manifest["code_hash_file_bytes"] = manifest["code_hash"]
-    manifest["code_hash"] = code_hash(code, manifest["config"])
-    manifest["code_hash_kind"] = CODE_HASH_KIND
-    if regenerate:
-        manifest["regenerate"] = regenerate
+def _write_manifest(name: str, manifest: dict[str, Any], cache_dir: Path | None) -> None:
     path = Path(cache_dir or CACHE_DIR) / name / MANIFEST_FILE
     path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def _record_key_change(manifest: dict[str, Any], **change: Any) -> None:
+    """Append to the manifest's ``key_history``: what a re-key changed and the proof that allowed it."""
+    manifest.setdefault("key_history", []).append(
+        {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": platform.python_version(), **change})
+
+
+def rekey(name: str, *, regenerate: str | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Move entry ``name`` from an old key kind (``LEGACY_KINDS``) to ``CODE_HASH_KIND``; returns the new manifest.
+
+    The proof: the entry is intact and its old key, recomputed from the current code, equals the
+    recorded one, so the current code is the code that produced it (a ``python-ast-v1`` key can be
+    recomputed only under the Python version that wrote it). The new key is then computed from the
+    same sources. Both keys are kept in ``key_history``. ``regenerate``, if given, replaces the command
+    that error messages quote.
+    """
+    manifest = read_manifest(name, cache_dir)
+    old_kind = manifest.get("code_hash_kind")
+    if old_kind == CODE_HASH_KIND:
+        raise ValueError(f"cache/{name} already has a {CODE_HASH_KIND} key; nothing to do")
+    code = manifest.get("code", [])
+    if old_kind is None:
+        for label in code:
+            if not (REPO_ROOT / label).is_file():
+                raise ValueError(f"cache/{name} lists {label!r}, not a file of the repository: rekey needs paths")
+    verify_cache(name, code=code, config=manifest["config"], cache_dir=cache_dir)  # old key, files intact
+    old_key = manifest["code_hash"]
+    if old_kind is None:
+        manifest["code_hash_file_bytes"] = old_key
+    manifest["code_hash"] = code_hash(code, manifest["config"])
+    manifest["code_hash_kind"] = CODE_HASH_KIND
+    _record_key_change(manifest, change=f"key kind {old_kind or 'file bytes'} -> {CODE_HASH_KIND}",
+                       old_key=old_key, new_key=manifest["code_hash"],
+                       proof=f"the {old_kind or 'file bytes'} key recomputed from the current code equalled the recorded one")
+    if regenerate:
+        manifest["regenerate"] = regenerate
+    _write_manifest(name, manifest, cache_dir)
+    return manifest
+
+
+def widen_key(name: str, extra: Iterable[Any], *, since: str, reproduced: str | None = None,
+              cache_dir: Path | None = None) -> dict[str, Any]:
+    """Add ``extra`` code items to entry ``name``'s key, with proof that they did not change; returns the manifest.
+
+    For an entry whose key left out code that its result depends on (say, a module behind a model's
+    blocks). ``since`` is the git commit that committed the entry. The proof: the entry is fresh under
+    its recorded key, and each extra item's normalised source at ``since`` equals its source now, so
+    the code that produced the entry already ran the extra items as they are. An item that did change
+    is accepted only with ``reproduced``: the caller's statement that a retrain with the current code
+    reproduced the cached values (recorded as the proof). Refused otherwise.
+    """
+    import subprocess
+
+    manifest = read_manifest(name, cache_dir)
+    verify_cache(name, code=manifest["code"], config=manifest["config"], cache_dir=cache_dir, follow_imports=False)
+    added, changed = [], []
+    for item in extra:
+        label, text, _ = _source_of(item)
+        if label in manifest["code"]:
+            continue
+        file = _file_of(label)
+        if label != file:
+            raise ValueError(f"cache/{name}: widen_key takes whole modules or files, not {label!r}")
+        try:
+            old_file = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{since}:{file}"], check=True,
+                                      capture_output=True, text=True).stdout
+        except subprocess.CalledProcessError as err:
+            raise ValueError(f"cache/{name}: cannot read {file} at commit {since!r}: {err.stderr.strip()}") from None
+        if normalised_source(old_file, label) != normalised_source(text, label):
+            if not reproduced:
+                raise ValueError(f"cache/{name}: {label} changed since {since} (not only in comments or "
+                                 f"docstrings); an entry's key can only be widened over unchanged code, or over "
+                                 f"code shown to reproduce it: retrain it instead")
+            changed.append(label)
+        added.append(label)
+    if not added:
+        return manifest
+    old_key = manifest["code_hash"]
+    manifest["code"] = sorted([*manifest["code"], *added])
+    manifest["code_hash"] = code_hash(manifest["code"], manifest["config"])
+    _record_key_change(manifest, change=f"key widened over {', '.join(added)}", old_key=old_key,
+                       new_key=manifest["code_hash"],
+                       proof=f"fresh under its recorded key; "
+                             + (f"{', '.join(a for a in added if a not in changed)} unchanged since commit {since}, "
+                                f"which committed the entry (normalised sources equal)"
+                                if len(changed) < len(added) else "")
+                             + (f"; {', '.join(changed)} changed since {since}, and {reproduced}" if changed else ""))
+    _write_manifest(name, manifest, cache_dir)
     return manifest
 
 
@@ -349,16 +538,18 @@ def narrow_key(name: str, code: Iterable[Any], *, cache_dir: Path | None = None)
     the old key covered.
     """
     manifest = read_manifest(name, cache_dir)
-    verify_cache(name, code=manifest["code"], config=manifest["config"], cache_dir=cache_dir)
+    verify_cache(name, code=manifest["code"], config=manifest["config"], cache_dir=cache_dir, follow_imports=False)
     old_files = {_file_of(label) for label in manifest["code"]}
-    code = list(code)
+    code = with_imports(code)
     outside = [label for label, _, _ in map(_source_of, code) if _file_of(label) not in old_files]
     if outside:
         raise ValueError(f"cache/{name}: {outside} lie outside the code its key covered ({sorted(old_files)})")
     manifest["code"] = sorted(_source_of(item)[0] for item in code)
+    old_key = manifest["code_hash"]
     manifest["code_hash"] = code_hash(code, manifest["config"])
-    path = Path(cache_dir or CACHE_DIR) / name / MANIFEST_FILE
-    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    _record_key_change(manifest, change="key narrowed", old_key=old_key, new_key=manifest["code_hash"],
+                       proof="fresh under its recorded key; every new item lies in a file the old key covered")
+    _write_manifest(name, manifest, cache_dir)
     return manifest
 
 
@@ -374,20 +565,27 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="verify entries against the code their manifests list")
     check.add_argument("names", nargs="*", help="entry names (default: every entry in cache/)")
-    move = sub.add_parser("rekey", help="move an entry from the old byte key to the syntax-tree key")
+    move = sub.add_parser("rekey", help=f"move an entry from an old key kind to {CODE_HASH_KIND}")
     move.add_argument("name")
     move.add_argument("--regenerate", help="the command that regenerates the entry, quoted in errors")
+    widen = sub.add_parser("widen", help="add unchanged modules to an entry's key")
+    widen.add_argument("name")
+    widen.add_argument("modules", nargs="+", help="repository paths, e.g. helpers/attention.py")
+    widen.add_argument("--since", required=True, help="the git commit that committed the entry")
     args = parser.parse_args(argv)
-    if args.command == "rekey":
-        manifest = rekey(args.name, regenerate=args.regenerate)
-        print(f"cache/{args.name}: code_hash {manifest['code_hash_file_bytes'][:12]} (file bytes) -> "
-              f"{manifest['code_hash'][:12]} ({CODE_HASH_KIND})")
+    if args.command in ("rekey", "widen"):
+        old = read_manifest(args.name)["code_hash"]
+        manifest = (rekey(args.name, regenerate=args.regenerate) if args.command == "rekey"
+                    else widen_key(args.name, args.modules, since=args.since))
+        print(f"cache/{args.name}: code_hash {old[:12]} -> {manifest['code_hash'][:12]} ({CODE_HASH_KIND}); "
+              f"proof: {manifest.get('key_history', [{}])[-1].get('proof', 'nothing changed')}")
         return 0
     names = args.names or sorted(p.parent.name for p in CACHE_DIR.glob(f"*/{MANIFEST_FILE}"))
     for entry in names:
         manifest = read_manifest(entry)
         verify_cache(entry, code=manifest["code"], config=manifest["config"])
-        print(f"cache/{entry}: intact and fresh ({manifest.get('code_hash_kind', 'file bytes')} key)")
+        print(f"cache/{entry}: intact and fresh ({manifest.get('code_hash_kind', 'file bytes')} key, "
+              f"Python {platform.python_version()})")
     return 0
 
 
