@@ -447,3 +447,23 @@ def test_a_stale_entry_tells_a_colab_reader_what_happened_and_what_to_do(tmp_pat
         assert "about 1 min on" in message           # the recorded cost (1.25 s rounds up to a minute)
     assert "make book HEAVY_EVAL=True" in str(here.value)       # the developer's command, off Colab
     assert "Developing the book" not in str(colab.value)       # not in Colab, where there is no .venv
+
+
+def test_a_checkout_imported_through_a_symlink_finds_its_caches_fresh(tmp_path):
+    """Importing the book through a symlinked path (an editable install elsewhere, a linked home folder) gives
+    module files under the link; the key resolves them, so every committed entry stays fresh."""
+    import os
+    import subprocess
+    import sys
+
+    link = tmp_path / "book"
+    link.symlink_to(cache.REPO_ROOT, target_is_directory=True)
+    probe = ("from helpers import cache, bottleneck, charlm, m4benchmark as m4, position_lm\n"
+             "print(charlm.__file__)\n"
+             "for w in (bottleneck, charlm, m4, position_lm):\n"
+             "    cache.verify_cache(w.CACHE_NAME, code=w.cache_code(), config=w.cache_config())\n"
+             "    print('fresh', w.CACHE_NAME)\n")
+    out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=link, capture_output=True, text=True,   # -P: no cwd on the path
+                         env={**os.environ, "PYTHONPATH": str(link)})
+    assert out.stdout.startswith(str(link)), out.stdout + out.stderr   # the modules came through the link
+    assert out.returncode == 0 and out.stdout.count("fresh ") == len(COMMITTED), out.stderr[-2000:]
