@@ -301,3 +301,21 @@ def test_the_schedule_is_as_described():
     assert charlm.HEAVY_RUN["train"]["min_lr_ratio"] == 0.1
     assert charlm.lr_at(cfg, cfg.steps - 1) == pytest.approx(0.1)
     assert max(charlm.lr_at(cfg, s) for s in range(200)) == pytest.approx(1.0, abs=1e-3)   # the peak, after warm-up
+
+
+def test_what_a_rerun_reproduces(g, runs):
+    """'Retrained on another machine ... ended d nats from their cached loss ... the seeds span r ... to within
+    the spread between seeds': the glued figures are cache/reproduction.json's, its cached losses are this
+    cache's, the rerun is within the seed range, and that range is recomputed from the runs. That two runs on one
+    machine agree bit for bit is tests/test_reproduction.py's; that CI's rerun lands within the range, too."""
+    from helpers import reproduce
+
+    by_name, groups = runs
+    record = {r["run"]: r for r in reproduce.read_record()["reruns"] if r["entry"] == "charlm"}
+    for kind in ("gpt", "lstm"):
+        r = record[f"{kind}_{SHORT}_seed0"]
+        assert r["cached"] == val(by_name[f"{kind}_{SHORT}_seed0"])
+        seeds = [val(x) for x in groups[f"{kind}_{SHORT}"]]
+        assert len(seeds) == g["n_seeds"] and r["seed_range"] == max(seeds) - min(seeds)
+        assert g[f"repro_{kind}_diff"] == r["rerun"] - r["cached"] and g[f"repro_{kind}_range"] == r["seed_range"]
+        assert not r["identical"] and 0 < abs(g[f"repro_{kind}_diff"]) < g[f"repro_{kind}_range"]
