@@ -1,4 +1,5 @@
-# The book's two commands:  `make book`  and  `make test`  (see README.md).  Also: `make pdf`.
+# The book's two commands:  `make book`  and  `make test`  (see README.md).  Also: `make full` (the full
+# test tier), `make check` (both tiers, as CI), `make pdf`.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ SHELL := /bin/bash
 # config, not the project's) are dropped; every other message of pip is shown.
 PIP_QUIET_FILTER := { grep -v "^WARNING: Location 'file:.*' is ignored" || true; }
 
-.PHONY: book test pdf browser venv clean
+.PHONY: book test full check pdf browser venv clean
 
 venv: $(VENV)/.installed
 
@@ -40,8 +41,16 @@ $(AXE):
 	  || { echo "npm not found: install Node.js and npm (Debian: apt-get install npm), then rerun"; exit 1; }
 	npm install --prefix _build/node --no-save --no-audit --no-fund axe-core@$(AXE_VERSION)
 
+# the fast tier, the README's test command: every test not marked `full` (pyproject.toml's markers)
 test: book browser $(AXE)
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not full"
+
+# the full tier only: the tests marked `full`, with the PDF built first and required
+full: book browser $(AXE) pdf
+	BOOK_REQUIRE_PDF=1 $(PY) -m pytest -m full
+
+# both tiers (what CI runs)
+check: test full
 
 # the whole Part as one PDF in _build/pdf/ (not part of `make test`: see README, "Editions")
 pdf: book browser

@@ -19,6 +19,8 @@ import pytest
 from conftest import ROOT, source_notebooks
 from tools import claims_check
 
+pytestmark = pytest.mark.full   # the whole-book guard reruns every section's claims tests: the full tier
+
 PENDING_FILE = ROOT / "tests" / "claims_guard_pending.txt"
 SECTIONS = [p.stem[:5] for p in source_notebooks()]
 

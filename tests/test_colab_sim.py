@@ -36,12 +36,14 @@ def simulation(chroot):
 
 
 @pytest.mark.parametrize("path", source_notebooks(), ids=lambda p: p.stem)
+@pytest.mark.full
 def test_colab_notebook_runs_clean_from_first_cell_to_last(simulation, path):
     result = simulation[path.name]
     assert result.error == "", f"{path.name} in the Colab stand-in: {result.error}"
     assert result.setup_line.startswith("Set-up: fetched ") and "at " in result.setup_line
 
 
+@pytest.mark.full
 def test_the_first_cell_installs_only_what_colab_lacks_and_keeps_colabs_torch_numpy_pandas(simulation):
     pins = dict(p.split("==") for p in colab_sim.pins("3.13"))
     m4 = simulation["14_63_neural_versus_classical_forecasting.ipynb"].setup_line
@@ -53,6 +55,7 @@ def test_the_first_cell_installs_only_what_colab_lacks_and_keeps_colabs_torch_nu
         assert f"torch {pins['torch']}" in line
 
 
+@pytest.mark.full
 def test_the_stand_in_is_colabs_python_with_colabs_pins_and_a_google_colab_module(chroot):
     probe = ("import sys, importlib.metadata as m, google.colab, numpy, pandas, plotly, torch; "
              "print(sys.version.split()[0], m.version('numpy'), m.version('pandas'), m.version('plotly'), "
@@ -65,6 +68,7 @@ def test_the_stand_in_is_colabs_python_with_colabs_pins_and_a_google_colab_modul
     assert "statsforecast" not in (colab_sim.ROOTFS / chroot.lstrip("/") / ".complete").read_text()
 
 
+@pytest.mark.full
 def test_the_committed_caches_are_fresh_and_the_pinned_key_holds_under_python_3_13(chroot):
     """The same cache key under 3.13 as under 3.11: every committed entry checks fresh there, and the
     fixed snippet of tests/test_cache.py hashes to the value pinned there (computed under 3.11)."""

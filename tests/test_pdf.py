@@ -23,6 +23,8 @@ RAW_MARKUP = ["{glue", ":::", "{cite}`", "$$", "\\frac", "\\mathbf", "{doc}", "{
 SHOWN_ON_PURPOSE = ["{cite}`key`"]
 
 
+pytestmark = pytest.mark.full   # `make full` builds the PDF first
+
 #: The PDF under test; BOOK_PDF=path checks another copy.
 PDF = Path(os.environ.get("BOOK_PDF") or pdf_tool.PDF)
 

@@ -3,8 +3,8 @@
 ``helpers.reproduce`` retrains seed 0 of a cheap run of each entry (§14.48, §14.53, §14.59's two models,
 §14.63's Transformer; about three minutes on two cores) and compares it with the cache. The tolerance is
 the entry's own seed range for that run: a rerun that moved further than changing the seed does would
-mean the cached comparison is not what the code computes. The figures are printed (``pytest -s``, or
-in the summary on failure), and ``cache/reproduction.json`` keeps the ones the book shows.
+mean the cached comparison is not what the code computes. Each rerun's cached and new figures are
+written to the test's output, and ``cache/reproduction.json`` keeps the ones the book shows.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from helpers import position_lm, reproduce
 
 @pytest.fixture(scope="module")
 def reruns():
-    lines = []
-    out = reproduce.rerun_all(jobs=2, log=lines.append)
-    print("\n" + "\n".join(lines))
-    return out
+    return reproduce.rerun_all(jobs=2, log=lambda line: None)
 
 
 def test_every_heavy_entry_has_a_rerun():
@@ -29,7 +26,11 @@ def test_every_heavy_entry_has_a_rerun():
     assert set(reproduce.RERUNS) == {p.parent.name for p in cache.CACHE_DIR.glob("*/manifest.json")}
 
 
-def test_each_rerun_lands_within_its_entrys_seed_range(reruns):
+@pytest.mark.full
+def test_each_rerun_lands_within_its_entrys_seed_range(reruns, request):
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    for r in reruns:   # both figures in the test's output, pass or fail
+        reporter.write_line(f"rerun: {r.line()}")
     assert len(reruns) == 5
     for r in reruns:
         assert r.seed_range > 0, r.line()

@@ -35,6 +35,22 @@ def toc_pages() -> list[str]:
     return [f"{f}.html" for f in files]
 
 
+def smoke_pages() -> list[str]:
+    """The site's smoke test in the fast tier: the landing page and the first page of every Part."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [f"{toc['root']}.html"] + [f"{part['chapters'][0]['file']}.html" for part in toc["parts"]]
+
+
+def tiered(pages: list[str], modes: tuple[str, ...] = ("light",), smoke_modes: tuple[str, ...] = ("light", "dark")):
+    """Parameters (page, mode): the smoke pages in ``smoke_modes`` run in the fast tier; every other
+    (page, mode) of ``pages`` x ``modes`` runs in the full tier only (``-m full``)."""
+    smoke = smoke_pages()
+    fast = [(p, m) for p in pages if p in smoke for m in smoke_modes]
+    full = [(p, m) for p in pages for m in modes if (p, m) not in fast]
+    return ([pytest.param(p, m, id=f"{p}-{m}") for p, m in fast]
+            + [pytest.param(p, m, id=f"{p}-{m}", marks=pytest.mark.full) for p, m in full])
+
+
 @pytest.fixture(scope="module")
 def site_url():
     if not (SITE / "index.html").is_file():
@@ -65,9 +81,12 @@ def browser():
         b.close()
 
 
-def visit(browser, url):
-    """Open `url`; returns (page, console messages, non-local requests, failed local responses)."""
+def visit(browser, url, mode=None):
+    """Open `url` (in the theme's colour mode ``mode``, if given); returns (page, console messages,
+    non-local requests, failed local responses)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})
+    if mode:
+        page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
     console, foreign, failed = [], [], []
     page.on("console", lambda m: console.append((m.type, m.text)))
 
@@ -85,9 +104,10 @@ def visit(browser, url):
     return page, console, foreign, failed
 
 
-@pytest.mark.parametrize("page_path", toc_pages())
-def test_page_loads_offline_and_draws_everything(browser, site_url, page_path):
-    page, console, foreign, failed = visit(browser, f"{site_url}/{page_path}")
+@pytest.mark.parametrize("page_path, mode", tiered(toc_pages()))
+def test_page_loads_offline_and_draws_everything(browser, site_url, page_path, mode):
+    page, console, foreign, failed = visit(browser, f"{site_url}/{page_path}", mode)
+    assert page.evaluate("document.documentElement.dataset.theme") == mode
     assert not foreign, f"requests to non-local hosts: {foreign}"
     assert [u for u in failed if not u.endswith("/favicon.ico")] == []
     errors = [t for kind, t in console if kind == "error" and not any(a in t for a in CONSOLE_ALLOW)
@@ -119,9 +139,10 @@ def test_page_loads_offline_and_draws_everything(browser, site_url, page_path):
     page.close()
 
 
-@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
-def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_path):
-    page, *_ = visit(browser, f"{site_url}/{page_path}")
+@pytest.mark.parametrize("page_path, mode", tiered([p for p in toc_pages() if p.startswith("chapters/")],
+                                                   smoke_modes=("light",)))
+def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_path, mode):
+    page, *_ = visit(browser, f"{site_url}/{page_path}", mode)
     from helpers.book import colab_url
 
     notebook = page_path.replace(".html", ".ipynb")
@@ -169,8 +190,7 @@ def open_in_mode(browser, url, mode):
     return page
 
 
-@pytest.mark.parametrize("mode", ["light", "dark"])
-@pytest.mark.parametrize("page_path", toc_pages())
+@pytest.mark.parametrize("page_path, mode", tiered(toc_pages(), modes=("light", "dark"), smoke_modes=()))
 def test_axe_finds_no_serious_or_critical_violation(browser, site_url, page_path, mode):
     if not AXE.is_file():
         pytest.fail(f"{AXE} missing: `npm install --prefix _build/node axe-core` (`make test` does it)")
@@ -213,7 +233,8 @@ def test_figures_are_numbered_captioned_and_described(browser, site_url):
     page.close()
 
 
-@pytest.mark.parametrize("page_path", SCREENSHOT_PAGES)
+@pytest.mark.parametrize("page_path", [SCREENSHOT_PAGES[0]] + [pytest.param(p, marks=pytest.mark.full)
+                                                               for p in SCREENSHOT_PAGES[1:]])
 def test_figures_are_readable_in_both_modes(browser, site_url, page_path):
     """Screenshots of each mode go to _build/screenshots/ (look at them); what can be checked is checked:
     in dark mode images sit unfiltered on a light card, and plotly's text follows the theme."""
