@@ -260,6 +260,10 @@ def test_sample_figures_recomputed_from_the_cache(g, runs):
     assert g["lstm_known_first"] == pytest.approx(share(samples["lstm"][0]["text"]))
     assert g["lstm_known_last"] == pytest.approx(share(samples["lstm"][-1]["text"]))
     assert g["first_sample_steps"] == samples["gpt"][0]["step"]
+    assert g["lstm_first_sample_steps"] == samples["lstm"][0]["step"]
+    for kind in ("gpt", "lstm"):   # "an eighth of the way through each run"
+        steps = runs[0][charlm.kept_run(kind)]["steps"]
+        assert samples[kind][0]["step"] == round(steps / charlm.HEAVY_RUN["curve_points"])
     assert g["known_first"] > 0.3 and g["lstm_known_first"] > 0.3, "many words are real at the first evaluation"
 
 
@@ -319,3 +323,4 @@ def test_what_a_rerun_reproduces(g, runs):
         assert len(seeds) == g["n_seeds"] and r["seed_range"] == max(seeds) - min(seeds)
         assert g[f"repro_{kind}_diff"] == r["rerun"] - r["cached"] and g[f"repro_{kind}_range"] == r["seed_range"]
         assert not r["identical"] and 0 < abs(g[f"repro_{kind}_diff"]) < g[f"repro_{kind}_range"]
+        assert g[f"repro_{kind}_share"] == abs(r["rerun"] - r["cached"]) / r["seed_range"]
