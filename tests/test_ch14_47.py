@@ -165,3 +165,46 @@ def test_recall_lstm_had_the_longer_reach(g):
     # "its gradient at lag 40 is orders of magnitude larger than the RNN's": the reach table, at the task's lag
     assert g["recall_lag"] == g["reach_lag"]
     assert g["ratio40_lstm_fb1_rnn"] > 1e3
+
+
+@pytest.fixture(scope="module")
+def recall_rnn_rerun():
+    """The recall experiment's RNN seeds, retrained here with the notebook's own code: its set-up cells, the
+    task cell and the training function (not the loop, which also trains the LSTMs). One torch thread, as in
+    the build, so the run is the build's bit for bit on the same machine."""
+    import ast
+    import json
+
+    import torch
+
+    from conftest import CHAPTERS
+
+    cells = {c.get("id"): "".join(c["source"])
+             for c in json.loads((CHAPTERS / "14_47_lstm_and_gru_gating.ipynb").read_text())["cells"]}
+    space: dict = {}
+    for cell_id in ("cell-002", "cell-003", "cell-005", "recall-task"):
+        exec(cells[cell_id], space)
+    defs = [n for n in ast.parse(cells["recall-train"]).body if isinstance(n, ast.FunctionDef)]
+    exec(compile(ast.Module(defs, []), "recall-train", "exec"), space)
+    torch.set_num_threads(1)
+    out = {}
+    for seed in space["RECALL_SEEDS"]:
+        curve, model = space["train_recall"]("rnn", seed)
+        init = space["make_recurrent"]("rnn", space["N_SYMBOLS"] + space["N_DISTRACTORS"], space["D_HIDDEN"], seed=seed)
+        out[seed] = {"accuracy": curve[-1]["accuracy"],
+                     "rho_init": space["spectral_radius"](init.weight_hh_l0.detach()),
+                     "rho_trained": space["spectral_radius"](model.cell.weight_hh_l0.detach())}
+    return out
+
+
+def test_recall_rnn_figures_are_recomputed(g, recall_rnn_rerun):
+    """'ends between {min} and {max} across its seeds', 'at most {init_max} at initialisation', the RNN's
+    accuracy range: each the build's value, recomputed (a second run on one machine is the same run)."""
+    runs = recall_rnn_rerun.values()
+    assert g["recall_rho_init_max"] == pytest.approx(max(r["rho_init"] for r in runs), rel=1e-9)
+    assert g["recall_rho_trained_min"] == pytest.approx(min(r["rho_trained"] for r in runs), rel=1e-6)
+    assert g["recall_rho_trained_max"] == pytest.approx(max(r["rho_trained"] for r in runs), rel=1e-6)
+    accuracies = [r["accuracy"] for r in runs]
+    assert g["recall_acc_rnn_min"] == pytest.approx(min(accuracies), abs=1e-9)
+    assert g["recall_acc_rnn_max"] == pytest.approx(max(accuracies), abs=1e-9)
+    assert g["recall_acc_rnn_mean"] == pytest.approx(sum(accuracies) / len(accuracies), abs=1e-9)
