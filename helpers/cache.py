@@ -197,9 +197,8 @@ def _imported_modules(file: str) -> list[str]:
     found = []
     for node in ast.walk(tree):
         names = []
-        if isinstance(node, ast.ImportFrom):
-            base = (package if node.level else "") + ("." + node.module if node.module and node.level else node.module or "")
-            base = base.lstrip(".")
+        if isinstance(node, ast.ImportFrom):   # `from .x import y` (level 1) or `from helpers.x import y`
+            base = ".".join(filter(None, [package if node.level else "", node.module]))
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -518,13 +517,15 @@ def widen_key(name: str, extra: Iterable[Any], *, since: str, reproduced: str | 
     old_key = manifest["code_hash"]
     manifest["code"] = sorted([*manifest["code"], *added])
     manifest["code_hash"] = code_hash(manifest["code"], manifest["config"])
+    unchanged = [a for a in added if a not in changed]
+    proof = ["fresh under its recorded key"]
+    if unchanged:
+        proof.append(f"{', '.join(unchanged)} unchanged since commit {since}, which committed the entry "
+                     f"(normalised sources equal)")
+    if changed:
+        proof.append(f"{', '.join(changed)} changed since {since}, and {reproduced}")
     _record_key_change(manifest, change=f"key widened over {', '.join(added)}", old_key=old_key,
-                       new_key=manifest["code_hash"],
-                       proof=f"fresh under its recorded key; "
-                             + (f"{', '.join(a for a in added if a not in changed)} unchanged since commit {since}, "
-                                f"which committed the entry (normalised sources equal)"
-                                if len(changed) < len(added) else "")
-                             + (f"; {', '.join(changed)} changed since {since}, and {reproduced}" if changed else ""))
+                       new_key=manifest["code_hash"], proof="; ".join(proof))
     _write_manifest(name, manifest, cache_dir)
     return manifest
 

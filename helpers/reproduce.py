@@ -124,8 +124,8 @@ def _m4() -> Rerun:
     job = bench._jobs_for(family, 0, bench.seeded(frozen, 0), "test", 0, [0])[0]
     new = torch.tensor(bench._train_job(job)["forecasts"][0], dtype=torch.float32)    # (S, H)
     _, histories, test = bench.load_series()
-    owa = lambda fc: m4report._means(bench.scores(fc, histories, test), naive2)["OWA"]
     naive2 = bench.scores(cached.tensors["forecast.Naive2"].double().numpy()[m4report.TEST], histories, test)
+    owa = lambda fc: m4report._means(bench.scores(fc, histories, test), naive2)["OWA"]
     seeds = cached.tensors[f"seeds.{family}"]                                          # (seeds, S, H)
     per_seed = [owa(s.double().numpy()) for s in seeds]
     return Rerun("m4", f"{family} test, seed 0", "test OWA", per_seed[0], owa(new.double().numpy()),
@@ -135,7 +135,6 @@ def _m4() -> Rerun:
 #: entry -> the reruns that check it (each a function of no arguments, run in its own process)
 RERUNS = {"bottleneck": [_bottleneck], "position_lm": [_position_lm],
           "charlm": [lambda: _charlm("gpt"), lambda: _charlm("lstm")], "m4": [_m4]}
-_ALL = [("bottleneck", 0), ("position_lm", 0), ("charlm", 0), ("charlm", 1), ("m4", 0)]
 
 
 def _one(which: tuple[str, int]) -> Rerun:
@@ -149,7 +148,10 @@ def rerun_all(jobs: int = 2, entries: list[str] | None = None, log=print) -> lis
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    todo = [w for w in _ALL if entries is None or w[0] in entries]
+    unknown = set(entries or ()) - set(RERUNS)
+    if unknown:
+        raise ValueError(f"entries must name cache entries with reruns, {sorted(RERUNS)}; got {sorted(unknown)}")
+    todo = [(e, i) for e, reruns in RERUNS.items() if entries is None or e in entries for i in range(len(reruns))]
     todo.sort(key=lambda w: {"m4": 0, "charlm": 1}.get(w[0], 2))
     out = []
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -180,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="record the figures in cache/reproduction.json")
     args = parser.parse_args(argv)
-    unknown = set(args.entries) - set(RERUNS)
-    if unknown:
-        parser.error(f"unknown entries {sorted(unknown)}; choose from {sorted(RERUNS)}")
+    if set(args.entries) - set(RERUNS):
+        parser.error(f"unknown entries {sorted(set(args.entries) - set(RERUNS))}; choose from {sorted(RERUNS)}")
     print(f"reruns on {platform.processor() or platform.machine()}, torch {torch.__version__}, one thread each")
     reruns = rerun_all(args.jobs, args.entries or None)
     if args.write:

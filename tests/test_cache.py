@@ -467,3 +467,23 @@ def test_a_checkout_imported_through_a_symlink_finds_its_caches_fresh(tmp_path):
                          env={**os.environ, "PYTHONPATH": str(link)})
     assert out.stdout.startswith(str(link)), out.stdout + out.stderr   # the modules came through the link
     assert out.returncode == 0 and out.stdout.count("fresh ") == len(COMMITTED), out.stderr[-2000:]
+
+
+def test_widen_key_adds_a_module_unchanged_since_a_commit_and_records_the_proof(tmp_path):
+    config = {"steps": 1}
+    cache.save_cache("demo", code=["helpers/forecasting.py"], config=config, wall_time_s=1.0, regenerate="demo",
+                     cache_dir=tmp_path)
+    manifest = cache.widen_key("demo", ["helpers/sampling.py"], since="HEAD", cache_dir=tmp_path)
+    assert manifest["code"] == ["helpers/forecasting.py", "helpers/sampling.py"]
+    assert manifest["key_history"][-1]["proof"] == ("fresh under its recorded key; helpers/sampling.py unchanged "
+                                                    "since commit HEAD, which committed the entry (normalised "
+                                                    "sources equal)")
+    cache.verify_cache("demo", code=["helpers/forecasting.py", "helpers/sampling.py"], config=config,
+                       cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="cannot read helpers/no_such_module.py at commit"):
+        new = cache.REPO_ROOT / "helpers" / "no_such_module.py"
+        new.write_text("x = 1\n")
+        try:
+            cache.widen_key("demo", ["helpers/no_such_module.py"], since="HEAD", cache_dir=tmp_path)
+        finally:
+            new.unlink()

@@ -59,3 +59,8 @@ def test_the_recorded_figures_are_a_rerun_of_the_current_cache():
     cached = {r["name"]: r["curve"][-1]["val_loss"] for r in charlm.load().results["runs"]}
     assert gpt["cached"] == cached["gpt_77s_seed0"] and runs[("charlm", "lstm_77s_seed0")]["cached"] == \
         cached["lstm_77s_seed0"]
+
+
+def test_an_unknown_entry_is_named():
+    with pytest.raises(ValueError, match=r"entries must name cache entries with reruns.*'nope'"):
+        reproduce.rerun_all(entries=["nope"])

@@ -29,15 +29,19 @@ CONSOLE_ALLOW = [
 pytestmark = pytest.mark.browser
 
 
+def _toc() -> dict:
+    return yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+
 def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    toc = _toc()
     files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
     return [f"{f}.html" for f in files]
 
 
 def smoke_pages() -> list[str]:
     """The site's smoke test in the fast tier: the landing page and the first page of every Part."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    toc = _toc()
     return [f"{toc['root']}.html"] + [f"{part['chapters'][0]['file']}.html" for part in toc["parts"]]
 
 

@@ -139,7 +139,7 @@ def rootfs(log=print) -> Path:
     shutil.rmtree(ROOTFS, ignore_errors=True)
     ROOTFS.parent.mkdir(parents=True, exist_ok=True)
     log(f"colab-sim: making Debian trixie's root file system in {ROOTFS.relative_to(ROOT)} (debootstrap)")
-    done = subprocess.run(["debootstrap", *DEBOOTSTRAP[1:], str(ROOTFS), DEBIAN_MIRROR], capture_output=True, text=True)
+    done = subprocess.run([*DEBOOTSTRAP, str(ROOTFS), DEBIAN_MIRROR], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"debootstrap failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
     # the host's name resolution and certificate bundle, so that pip inside reaches the package index as here
@@ -298,9 +298,8 @@ def key_check(snippet: str, log=print) -> str:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _jobs_here(jobs: list[dict], n: int, log) -> list[Result]:
-    """Run the notebook jobs with this interpreter's environment as the base (inside the chroot, or on the host)."""
-    base = Path(sys.prefix) if not jobs or "base" not in jobs[0] else Path(jobs[0]["base"])
+def _jobs_here(jobs: list[dict], base: Path, n: int, log) -> list[Result]:
+    """Run the notebook jobs, ``n`` at a time, each in a fresh layer over the environment ``base``."""
     results = []
     with ProcessPoolExecutor(max_workers=n) as pool:
         futures = []
@@ -359,7 +358,7 @@ def simulate(only: str | None = None, jobs: int = 2, log=print, keep: bool = Fal
         for r in results:
             report(r)
         if runtime == "host":
-            results += _jobs_here([{**j, "base": str(base)} for j in todo], jobs, report)
+            results += _jobs_here(todo, base, jobs, report)
         else:
             (tmp / "jobs.json").write_text(json.dumps(todo))
             runner = in_rootfs([f"{inner_base}/bin/python", seen(repo / "tools" / "colab_sim.py"), "--run-jobs",
@@ -391,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.run_jobs:
         from dataclasses import asdict
-        _jobs_here(json.loads(Path(args.run_jobs).read_text()), args.jobs,
+        _jobs_here(json.loads(Path(args.run_jobs).read_text()), Path(sys.prefix), args.jobs,   # the chroot's base
                    lambda r: print(json.dumps(asdict(r)), flush=True))
         return 0
     start = time.perf_counter()
