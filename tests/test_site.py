@@ -285,3 +285,21 @@ def test_plotly_figures_carry_their_alt_text():
             assert f'<p class="visually-hidden book-alt">{html.escape(alt)}</p>' in page, \
                 f"{path.stem}: a plotly figure without its alt text on the page"
     assert found >= 4, f"expected the Part's executed plotly figures, found {found}"
+
+
+@pytest.mark.parametrize("width", [375, pytest.param(1366, marks=pytest.mark.full)])
+@pytest.mark.parametrize("page_path", [p for p in smoke_pages() if p.startswith("chapters/")])
+def test_figures_keep_their_aspect_ratio_on_a_phone_and_a_laptop(browser, site_url, page_path, width):
+    """myst-nb's inline pixel sizes squashed narrowed figures (book.css sets height: auto): every figure
+    image's content box keeps the PNG's own width-to-height ratio, to 2 %, at 375 and 1366 px."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(f"{site_url}/{page_path}", wait_until="networkidle")
+    ratios = page.eval_on_selector_all("main .cell_output img", """els => els.filter(e => e.offsetParent).map(e => {
+        const s = getComputedStyle(e), px = v => parseFloat(s[v]);
+        const w = e.clientWidth - px('paddingLeft') - px('paddingRight');
+        const h = e.clientHeight - px('paddingTop') - px('paddingBottom');
+        return [e.getAttribute('src'), (w / h) / (e.naturalWidth / e.naturalHeight)]; })""")
+    page.close()
+    assert ratios, f"{page_path}: no visible figure image"
+    squashed = [(src, round(r, 3)) for src, r in ratios if abs(r - 1) > 0.02]
+    assert not squashed, f"{page_path} at {width} px: shown/natural aspect ratios {squashed}"
