@@ -15,6 +15,7 @@ Each module holds one kind of thing and is introduced in the section that first 
 - ``helpers.efficient_attention`` cost measurement, sliding-window attention, the KV cache (§14.55–§14.56)
 - ``helpers.gpt``                 the book's one GPT: config, model, KV-cached generation, §14.59's weights (§14.53–§14.64)
 - ``helpers.tokenization``        character and byte-level BPE tokenizers, the train/validation split (§14.57)
+- ``helpers.ngram``               interpolated Kneser–Ney character n-grams, the classical text baseline (§14.58)
 - ``helpers.charlm``              the character-level Transformer and LSTM, trained against the clock (§14.59)
 - ``helpers.sampling``            temperature, top-k and nucleus filtering and sampling (§14.60, used in §14.61)
 - ``helpers.forecasting``         MASE, sMAPE, OWA, rolling origin and M4's Naive2 (§14.62)

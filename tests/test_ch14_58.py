@@ -170,3 +170,46 @@ def leaky_bigram(codes):
 
 def test_leaky_bigram_recomputed(g, leaky_bigram):
     assert g["leaky_bigram_val_nats"] == pytest.approx(leaky_bigram, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def kneser_ney():
+    """Kneser–Ney recomputed from the data: held-out losses (fit on the first 90 % of the training
+    text, scored on the rest) for orders 5-9, and the chosen order's validation scores."""
+    import numpy as np
+
+    from helpers.data import load_tiny_shakespeare
+    from helpers.ngram import KneserNey
+    from helpers.tokenization import CharTokenizer, train_val_split
+
+    train_text, val_text = train_val_split(load_tiny_shakespeare(), frac=0.9)
+    tok = CharTokenizer.fit(train_text)
+    train, val = np.array(tok.encode(train_text)), np.array(tok.encode(val_text))
+    cut = int(0.9 * len(train))
+    held_out = {n: KneserNey(train[:cut], tok.vocab_size, n).nll(train[cut:]).mean() for n in range(5, 10)}
+    return held_out, lambda n, **kw: KneserNey(train, tok.vocab_size, n).nll(val, **kw).mean()
+
+
+def test_kneser_ney_baseline_as_stated(g, kneser_ney):
+    held_out, val_nats = kneser_ney
+    # the order is chosen on held-out training text: the minimum, with the loss rising past it to order 9
+    assert g["kn_order"] == min(held_out, key=held_out.get) and g["kn_max_order"] == 9
+    rising = [held_out[n] for n in range(g["kn_order"], 10)]
+    assert all(b > a for a, b in zip(rising, rising[1:])), "gains nothing from longer contexts"
+    assert g["kn_heldout_rise"] == pytest.approx(held_out[9] - held_out[g["kn_order"]], rel=1e-9)
+    assert g["kn_context"] == g["kn_order"] - 1
+    # validation scores, full context and restarted every window
+    assert g["kn_val_nats"] == pytest.approx(val_nats(g["kn_order"]), rel=1e-9)
+    assert g["kn_val_window_nats"] == pytest.approx(val_nats(g["kn_order"], window=g["kn_window"]), rel=1e-9)
+    assert g["kn_window"] == 64, "§14.59's networks read 64-character windows"
+    assert g["kn_val_window_nats"] > g["kn_val_nats"], "restarting the context costs"
+    assert g["kn_val_bits"] == pytest.approx(g["kn_val_nats"] / math.log(2))
+    # "backing off removes almost all of the overfitting": at add-k's highest order, KN is within a
+    # tenth of add-k's rise of its own best
+    assert g["kn_val_at_max_order"] == pytest.approx(val_nats(g["max_order"]), rel=1e-9)
+    addk_rise = g["max_order_val_nats"] - g["best_order_val_nats"]
+    assert g["kn_val_at_max_order"] - g["kn_val_nats"] < 0.1 * addk_rise
+    # "... nats below the best add-k order", and far below the bigram
+    assert g["kn_gain_over_addk"] == pytest.approx(g["best_order_val_nats"] - g["kn_val_nats"], rel=1e-9)
+    assert g["kn_val_nats"] < g["best_order_val_nats"] < g["bigram_val_nats"]
+    assert g["kn_val_window_nats"] < g["best_order_val_nats"]
