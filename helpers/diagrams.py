@@ -675,7 +675,7 @@ def windows_and_origins(context: int = 168, horizon: int = 48, origins: int = 3)
     _positive_int("context", context)
     _positive_int("horizon", horizon)
     _positive_int("origins", origins)
-    c = Canvas(17, 10.0)
+    c = Canvas(17, 8.2)
     left, right = 1.2, 16.4
     n_plot = context + (origins + 3) * horizon
     sx = (right - left) / n_plot
@@ -686,17 +686,18 @@ def windows_and_origins(context: int = 168, horizon: int = 48, origins: int = 3)
         if label:
             c.text(left + (a + b) / 2 * sx, y, label, size=FONT - 3)
 
-    c.text(8.8, 9.5, f"windows: a context of C={context} values, then the horizon of H={horizon}", size=FONT - 1)
+    c.text(8.8, 7.7, f"windows: a context of C={context} values, then the horizon of H={horizon}", size=FONT - 1)
     for k, a in enumerate((0, 20, 40)):
-        y = 8.6 - 0.7 * k
+        y = 6.8 - 0.7 * k
         seg(y, a, a + context, "state", "context C" if k == 0 else "")
         seg(y, a + context, a + context + horizon, "op", "horizon H" if k == 0 else "")
-    c.text(left + 100 * sx + 9.0, 7.2, "… slid one step at a time", size=FONT - 2.5)
-    c.text(8.8, 5.6, f"rolling origins: train on the past, score the next H; {origins} inside the training data, "
+    c.text(left + (40 + context + horizon) * sx + 0.3, 6.8 - 1.4, "… slid one step at a time", size=FONT - 2.5,
+           ha="left")
+    c.text(8.8, 3.8, f"rolling origins: train on the past, score the next H; {origins} inside the training data, "
            "then the test", size=FONT - 1)
     n = context + origins * horizon + horizon * 1
     for k in range(origins + 1):
-        y = 4.7 - 0.75 * k
+        y = 2.9 - 0.75 * k
         origin = n - (origins - k) * horizon
         seg(y, 0, origin, "state", "history up to the origin" if k == 0 else "")
         seg(y, origin, origin + horizon, "grad" if k == origins else "op", "test" if k == origins else "")
