@@ -13,7 +13,9 @@ with ``h'`` the context ``h`` without its first character, ``c_m(h) = sum_w c_m(
 highest order counts occurrences; every lower order counts *continuations*, the number of distinct
 characters seen before ``h w``, because it is consulted exactly when the longer context is rare.
 ``D_m = n1 / (n1 + 2 n2)``, from the numbers of ``m``-grams counted once and twice (0.5 where
-no m-gram was counted once, as in a tiny text).
+no m-gram was counted once, as in a tiny text). A token with fewer than ``n - 1`` tokens before it
+(at the start of a text or of a scoring window) is predicted by the Kneser–Ney model of the order
+its history allows, whose own highest order counts occurrences.
 
 Counts are tables of base-``V`` integer keys, sorted and searched with NumPy.
 """
@@ -25,6 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers import checks
+
+#: The order §14.58 chooses on held-out training text for tiny Shakespeare (its test re-runs the choice);
+#: §14.59 and §14.64 fit their baseline at this order.
+KN_ORDER = 6
 
 
 @dataclass(frozen=True)
@@ -78,13 +84,13 @@ class KneserNey:
             raise ValueError(f"vocab_size ** (order + 1) = {vocab_size}**{order + 1} overflows the int64 keys; "
                              f"lower the order")
         V = self.vocab_size
-        self.levels: list[_Level] = []
+        self.occurrences: list[_Level] = []           # per order m: how often each h w occurred
+        self.continuations: list[_Level] = []         # per order m < n: how many distinct tokens preceded h w
         for m in range(1, self.order + 1):
-            if m == self.order:                       # the highest order: how often h w occurred
-                keys, counts = np.unique(_gram_keys(x, m, V), return_counts=True)
-            else:                                     # lower orders: how many distinct characters preceded h w
+            self.occurrences.append(_level(*np.unique(_gram_keys(x, m, V), return_counts=True), V))
+            if m < self.order:
                 keys, counts = np.unique(np.unique(_gram_keys(x, m + 1, V)) % V ** m, return_counts=True)
-            self.levels.append(_level(keys, counts, V))
+                self.continuations.append(_level(keys, counts, V))
 
     def nll(self, ids, window: int | None = None) -> np.ndarray:
         """-ln p of every token of ``ids`` after the first, in nats -> (len(ids) - 1,).
@@ -101,17 +107,27 @@ class KneserNey:
         pos = np.arange(1, len(x))
         history = pos if window is None else (pos - 1) % window + 1       # tokens visible before pos
         use = np.minimum(history, self.order - 1) + 1                     # the order that predicts pos
-        p = np.full(len(pos), 1.0 / V)
+        lower = np.full(len(pos), 1.0 / V)                               # p_{m-1}, the back-off chain
+        p = np.empty(len(pos))
         context = np.zeros(len(pos), dtype=np.int64)                      # the m - 1 tokens before pos
-        for m, lv in enumerate(self.levels, start=1):
+        for m in range(1, self.order + 1):
             if m > 1:
                 context = x[np.maximum(pos - (m - 1), 0)] * V ** (m - 2) + context
-            total = _lookup(lv.contexts, lv.totals, context)
-            seen = _lookup(lv.keys, lv.counts, context * V + x[pos])
-            types = _lookup(lv.contexts, lv.types, context)
-            mixed = (np.maximum(seen - lv.discount, 0) + lv.discount * types * p) / np.maximum(total, 1)
-            p = np.where((use >= m) & (total > 0), mixed, p)
+            top = use == m                                                # positions whose model has order m
+            p[top] = _mix(self.occurrences[m - 1], context[top], x[pos][top], lower[top], V)
+            if m < self.order:
+                lower = _mix(self.continuations[m - 1], context, x[pos], lower, V)
         return -np.log(p)
+
+
+def _mix(lv: _Level, context: np.ndarray, nxt: np.ndarray, lower: np.ndarray, vocab_size: int) -> np.ndarray:
+    """One order of interpolated Kneser–Ney: the discounted counts of ``lv`` plus the freed mass times
+    ``lower``, the next order down; a context ``lv`` never saw passes ``lower`` on unchanged."""
+    total = _lookup(lv.contexts, lv.totals, context)
+    seen = _lookup(lv.keys, lv.counts, context * vocab_size + nxt)
+    types = _lookup(lv.contexts, lv.types, context)
+    mixed = (np.maximum(seen - lv.discount, 0) + lv.discount * types * lower) / np.maximum(total, 1)
+    return np.where(total > 0, mixed, lower)
 
 
 def _check_ids(name: str, ids, vocab_size: int) -> np.ndarray:

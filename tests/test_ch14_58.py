@@ -194,6 +194,8 @@ def test_kneser_ney_baseline_as_stated(g, kneser_ney):
     held_out, val_nats = kneser_ney
     # the order is chosen on held-out training text: the minimum, with the loss rising past it to order 9
     assert g["kn_order"] == min(held_out, key=held_out.get) and g["kn_max_order"] == 9
+    from helpers.ngram import KN_ORDER
+    assert KN_ORDER == g["kn_order"], "§14.59 and §14.64 fit their baseline at the order chosen here"
     rising = [held_out[n] for n in range(g["kn_order"], 10)]
     assert all(b > a for a, b in zip(rising, rising[1:])), "gains nothing from longer contexts"
     assert g["kn_heldout_rise"] == pytest.approx(held_out[9] - held_out[g["kn_order"]], rel=1e-9)

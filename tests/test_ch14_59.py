@@ -324,3 +324,30 @@ def test_what_a_rerun_reproduces(g, runs):
         assert g[f"repro_{kind}_diff"] == r["rerun"] - r["cached"] and g[f"repro_{kind}_range"] == r["seed_range"]
         assert not r["identical"] and 0 < abs(g[f"repro_{kind}_diff"]) < g[f"repro_{kind}_range"]
         assert g[f"repro_{kind}_share"] == abs(r["rerun"] - r["cached"]) / r["seed_range"]
+
+
+def test_kneser_ney_baseline_scored_like_the_networks(g, runs):
+    import numpy as np
+
+    from helpers.ngram import KN_ORDER, KneserNey
+
+    train, val_, tok = charlm.load_corpus()
+    kn = KneserNey(np.asarray(train), tok.vocab_size, KN_ORDER).nll(np.asarray(val_), window=g["context"]).mean()
+    assert g["kn_val"] == pytest.approx(kn, rel=1e-9) and g["kn_order"] == KN_ORDER
+    assert g["kn_val"] < g["bigram_val"] - 0.5, "the bigram is a weak yardstick"
+    _, groups = runs
+    for kind in ("gpt", "lstm"):
+        seeds = [val(r) for r in groups[f"{kind}_{LONG}"]]
+        assert g[f"{kind}_kn_gap"] == pytest.approx(abs(kn - statistics.mean(seeds)), rel=1e-9)
+        assert g[f"{kind}_kn_side"] == ("lower" if statistics.mean(seeds) < kn else "higher")
+        assert g[f"{kind}_vs_kn"] == ("below it on every seed" if max(seeds) < kn else "above it on every seed"
+                                       if min(seeds) > kn else "on both sides of it, seed by seed")
+    # the Transformer "has (not yet) learned (barely) more than counting short contexts does": within 0.05
+    # of Kneser-Ney, on the side the verdict names; "the LSTM has learned clearly more"
+    gpt_mean = statistics.mean(val(r) for r in groups[f"gpt_{LONG}"])
+    assert g["gpt_kn_gap"] < 0.05
+    assert g["gpt_kn_verdict"] == ("has learned barely more than counting short contexts does" if gpt_mean < kn
+                                   else "has not yet learned more than counting short contexts does")
+    lstm = [val(r) for r in groups[f"lstm_{LONG}"]]
+    assert g["lstm_vs_kn"] == "below it on every seed" and g["lstm_kn_side"] == "lower"
+    assert g["lstm_kn_gap"] > 5 * (max(lstm) - min(lstm)), "clearly: many times the spread of its seeds"

@@ -9,22 +9,25 @@ from helpers.ngram import KneserNey
 
 
 def brute_force_kn(train, V, n):
-    """p(w | h) straight from the definition in helpers/ngram.py's docstring, with Python dicts."""
+    """p(w | h) straight from the definition in helpers/ngram.py's docstring, with Python dicts: the model
+    of order len(h) + 1 (at most n), whose highest order counts occurrences and whose lower orders count
+    continuations (distinct tokens seen before)."""
     grams = lambda m: [tuple(train[i:i + m]) for i in range(len(train) - m + 1)]  # noqa: E731
-    tables = {m: Counter(g[1:] for g in set(grams(m + 1))) for m in range(1, n)}  # continuation counts
-    tables[n] = Counter(grams(n))                                                  # occurrence counts
+    occurrences = {m: Counter(grams(m)) for m in range(1, n + 1)}
+    continuations = {m: Counter(g[1:] for g in set(grams(m + 1))) for m in range(1, n)}
 
-    def discount(m):
-        c = list(tables[m].values())
+    def discount(table):
+        c = list(table.values())
         return c.count(1) / (c.count(1) + 2 * c.count(2)) if c.count(1) else 0.5
 
-    def p(w, h):
+    def p(w, h, top=True):
         m = len(h) + 1
-        lower = 1 / V if m == 1 else p(w, h[1:])
-        rows = {g: c for g, c in tables[m].items() if g[:-1] == h}
+        table = occurrences[m] if top else continuations[m]
+        lower = 1 / V if m == 1 else p(w, h[1:], top=False)
+        rows = {g: c for g, c in table.items() if g[:-1] == h}
         if not rows:
             return lower
-        d = discount(m)
+        d = discount(table)
         return (max(rows.get(h + (w,), 0) - d, 0) + d * len(rows) * lower) / sum(rows.values())
 
     return p
