@@ -21,7 +21,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 #: Console messages that are known, harmless noise of the theme (matched as substrings).
 CONSOLE_ALLOW = [
     "Got invalid theme mode",           # pydata-sphinx-theme, first visit without a stored mode
-    "THEBE_JS_URL",                     # sphinx-thebe declares it twice
     "GPU stall due to ReadPixels",      # software WebGL in headless Chromium
     "willReadFrequently",               # plotly reading back a canvas
 ]
@@ -93,6 +92,7 @@ def visit(browser, url, mode=None):
         page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
     console, foreign, failed = [], [], []
     page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("pageerror", lambda e: console.append(("error", f"uncaught: {e}")))  # a script that threw
 
     def route(r):
         host = urlparse(r.request.url).hostname
@@ -303,3 +303,20 @@ def test_figures_keep_their_aspect_ratio_on_a_phone_and_a_laptop(browser, site_u
     assert ratios, f"{page_path}: no visible figure image"
     squashed = [(src, round(r, 3)) for src, r in ratios if abs(r - 1) > 0.02]
     assert not squashed, f"{page_path} at {width} px: shown/natural aspect ratios {squashed}"
+
+
+# --- the header, the console and navigation at every width (issue 25) ---------------------------
+
+def test_no_page_carries_a_script_twice():
+    """Sphinx 7.4 wrote sphinx-thebe's inline `const THEBE_JS_URL = ...` twice into every notebook page
+    (every page then logged "Identifier 'THEBE_JS_URL' has already been declared"); _ext/book_assets.py
+    keeps one copy of each script."""
+    doubled = {}
+    for path in sorted(SITE.rglob("*.html")):
+        head = path.read_text(encoding="utf-8").split("</head>", 1)[0]
+        scripts = re.findall(r"<script\b[^>]*>.*?</script>", head, flags=re.S)
+        twice = sorted({s[:80] for s in scripts if scripts.count(s) > 1})
+        if twice:
+            doubled[str(path.relative_to(SITE))] = twice
+    assert not doubled, f"{len(doubled)} pages repeat a script, e.g. {next(iter(doubled.items()))}"
+
