@@ -320,3 +320,45 @@ def test_no_page_carries_a_script_twice():
             doubled[str(path.relative_to(SITE))] = twice
     assert not doubled, f"{len(doubled)} pages repeat a script, e.g. {next(iter(doubled.items()))}"
 
+
+def _header_links(page_path: str) -> dict[str, str]:
+    """The article header's links by their theme label (source-repository-button, ...)."""
+    html = (SITE / page_path).read_text(encoding="utf-8")
+    header = html.split('class="bd-header-article', 1)[1].split("</div>\n</div>\n</div>", 1)[0]
+    links = {}
+    for a in re.findall(r"<a\b[^>]*>", header):
+        href, label = re.search(r'href="([^"]+)"', a), re.search(r'aria-label="([^"]+)"|title="([^"]+)"', a)
+        if href and label:
+            links[label.group(1) or label.group(2)] = href.group(1).replace("&amp;", "&")
+    return links
+
+
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_repository_issue_and_edit_buttons_come_from_the_one_repository_url(page_path):
+    """use_repository_button was lost (Jupyter Book's html: switches are replaced by our own
+    html_theme_options; tools/book.py copies them). All three links derive from repository.url; the
+    edit link opens the page's source notebook on repository.branch, not on the Colab branch."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo, branch = config["repository"]["url"].rstrip("/"), config["repository"]["branch"]
+    hrefs = set(_header_links(page_path).values())
+    notebook = page_path.replace(".html", ".ipynb")
+    assert repo in hrefs, f"no repository button in {sorted(hrefs)}"
+    assert any(h.startswith(f"{repo}/issues/new?") and f"{page_path.removesuffix('.html')}.html" in h
+               for h in hrefs), f"no issue button for this page in {sorted(hrefs)}"
+    assert f"{repo}/edit/{branch}/{notebook}" in hrefs, f"no edit button on {branch} in {sorted(hrefs)}"
+
+
+def test_the_theme_options_keep_the_repository_buttons():
+    import copy
+
+    from tools import book
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    other = copy.deepcopy(config)
+    other["html"].update(use_repository_button=True, use_issues_button=False, use_edit_page_button=True)
+    other["repository"]["branch"] = "trunk"
+    staged = book.staged_config(other)["sphinx"]["config"]
+    theme = staged["html_theme_options"]
+    assert (theme["use_repository_button"], theme["use_issues_button"], theme["use_edit_page_button"]) == (True, False, True)
+    assert staged["book_source_branch"] == "trunk" and theme["repository_branch"] == config["edition"]["colab_branch"]
+

@@ -256,15 +256,26 @@ def staged_config(config: dict) -> dict:
     ``edition.colab_branch``); this puts them where sphinx-book-theme reads them, so the
     launch button of every page opens ``<colab>/github/<org>/<repo>/blob/<branch>/chapters/<nb>.ipynb``,
     the Colab edition. The ``edition`` block is ours, not Jupyter Book's, and is removed.
+
+    Jupyter Book turns ``html.use_repository_button`` (and the issue and edit switches) into theme
+    options only when ``sphinx.config`` sets no ``html_theme_options`` of its own; ours does, and
+    replaces the whole dict, so they are copied here. The edit button opens the source notebook on
+    ``repository.branch`` (``book_source_branch``, read by ``_ext/book_header.py``), not on the
+    Colab branch the launch buttons need.
     """
     import copy
 
     staged = copy.deepcopy(config)
     edition = staged.pop("edition", None) or {}
-    theme = staged.setdefault("sphinx", {}).setdefault("config", {}).setdefault("html_theme_options", {})
+    sphinx_config = staged.setdefault("sphinx", {}).setdefault("config", {})
+    theme = sphinx_config.setdefault("html_theme_options", {})
     theme["repository_url"] = staged["repository"]["url"].rstrip("/")
     theme["repository_branch"] = edition.get("colab_branch", "colab")
     theme["path_to_docs"] = ""
+    for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        if button in (staged.get("html") or {}):
+            theme[button] = bool(staged["html"][button])
+    sphinx_config["book_source_branch"] = staged["repository"].get("branch", "main")
     theme["launch_buttons"] = {"colab_url": staged.get("launch_buttons", {}).get("colab_url",
                                                                                 "https://colab.research.google.com")}
     return staged
