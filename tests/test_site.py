@@ -348,7 +348,7 @@ def test_repository_issue_and_edit_buttons_come_from_the_one_repository_url(page
     assert f"{repo}/edit/{branch}/{notebook}" in hrefs, f"no edit button on {branch} in {sorted(hrefs)}"
 
 
-def test_the_theme_options_keep_the_repository_buttons():
+def test_the_theme_options_keep_the_repository_buttons_and_drop_the_second_navbar():
     import copy
 
     from tools import book
@@ -361,4 +361,72 @@ def test_the_theme_options_keep_the_repository_buttons():
     theme = staged["html_theme_options"]
     assert (theme["use_repository_button"], theme["use_issues_button"], theme["use_edit_page_button"]) == (True, False, True)
     assert staged["book_source_branch"] == "trunk" and theme["repository_branch"] == config["edition"]["colab_branch"]
+    assert theme["navbar_persistent"] == []  # the top navbar's second search field and second toggles
 
+
+NAV_WIDTHS = (375, 768, 991, 1366)
+
+
+def nav_params():
+    """(page, width, mode): one smoke page at a phone's and a laptop's width in the fast tier; the
+    first page of every Part at all four widths in both modes in the full tier."""
+    pages = [p for p in smoke_pages() if p.startswith("chapters/")]
+    fast = [(pages[0], 375, "light"), (pages[0], 1366, "dark")]
+    full = [(p, w, m) for p in pages for w in NAV_WIDTHS for m in ("light", "dark") if (p, w, m) not in fast]
+    return ([pytest.param(*f, id=f"{f[0]}-{f[1]}-{f[2]}") for f in fast]
+            + [pytest.param(*f, id=f"{f[0]}-{f[1]}-{f[2]}", marks=pytest.mark.full) for f in full])
+
+
+SHOWN = """sel => { const e = document.querySelector(sel); if (!e) return false;
+    const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width > 50 && r.height > 20 && s.visibility !== 'hidden' && r.right > 0 && r.left < innerWidth; }"""
+
+
+def _click_visible(page, selector):
+    buttons = [b for b in page.locator(selector).all() if b.is_visible()]
+    assert len(buttons) == 1, f"{len(buttons)} visible {selector} buttons"
+    buttons[0].click(timeout=5_000)
+    page.wait_for_timeout(400)
+
+
+@pytest.mark.parametrize("page_path, width, mode", nav_params())
+def test_sidebar_contents_and_search_open_and_close_at_every_width(browser, site_url, page_path, width, mode):
+    """Click ☰, "on this page" and search as a reader would: each opens its panel and closes again.
+    Below 992 px (☰) and 1200 px (contents) the panel is a dialog, closed with Escape; wider, the button
+    collapses the panel beside the text and a second click restores it. One search field, no navbar."""
+    page = browser.new_page(viewport={"width": width, "height": 800})
+    page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{site_url}/{page_path}", wait_until="networkidle")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(500)
+    shown = lambda sel: page.evaluate(SHOWN, sel)
+    assert page.evaluate("document.getElementById('pst-header').offsetHeight") == 0, "the second navbar is back"
+    assert page.locator(".search-button-field:visible").count() == (1 if width >= 992 else 0)
+    nav, toc = "#pst-primary-sidebar nav.bd-docs-nav, #pst-primary-sidebar-modal nav.bd-docs-nav", "#pst-page-toc-nav"
+    for button, panel, dialog, wide in ((".primary-toggle", nav, "pst-primary-sidebar-modal", 992),
+                                        (".secondary-toggle", toc, "pst-secondary-sidebar-modal", 1200)):
+        is_open = lambda: page.evaluate(f"document.getElementById('{dialog}').open")
+        if width < wide:
+            assert not is_open()
+            _click_visible(page, button)
+            assert is_open() and shown(panel), f"{button} opened nothing at {width} px"
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(300)
+            assert not is_open(), f"{button}'s panel did not close at {width} px"
+        else:
+            assert shown(panel)
+            _click_visible(page, button)
+            assert not shown(panel) and not is_open(), f"{button} did not collapse its panel at {width} px"
+            if button == ".primary-toggle":  # the sidebar's search field went with it: the header has one
+                assert page.locator(".bd-header-article .search-button:visible").count() == 1
+            _click_visible(page, button)
+            assert shown(panel), f"{button} did not restore its panel at {width} px"
+    _click_visible(page, ".search-button-field, .bd-header-article .search-button")
+    assert page.locator("#pst-search-dialog input[name=q]").is_visible(), f"search did not open at {width} px"
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    assert not page.evaluate("document.getElementById('pst-search-dialog').open"), f"search did not close at {width} px"
+    page.close()
+    assert not errors, errors
