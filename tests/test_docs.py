@@ -48,6 +48,40 @@ def test_the_workflows_pointers_into_the_readme_exist():
         assert any(_github_tag_match(p, tag) for p in _tag_patterns()) and tag.rstrip(".") in README
 
 
+def _heavy():
+    from tools import book
+
+    return book.heavy_sections()
+
+
+def test_the_heavy_sections_come_from_the_cache():
+    heavy = _heavy()
+    assert {h["cache"] for h in heavy} == {p.parent.name for p in (ROOT / "cache").glob("*/manifest.json")}
+    assert len(heavy) >= 2 and all((ROOT / "chapters" / f"{h['stem']}.ipynb").is_file() for h in heavy)
+
+
+def test_the_readme_lists_the_heavy_sections_the_cache_holds():
+    """The README's cost table has one 'heavy retrain' row per cache entry, with the entry's own
+    retrain time (cache/<name>/manifest.json), and says how many there are."""
+    rows = re.findall(r"^\| §(\d+\.\d+) heavy retrain \(`cache/(\w+)`.*?\| (\d+) min\b", README, flags=re.M)
+    assert rows == [(h["section"], h["cache"], str(h["minutes"])) for h in _heavy()]
+    count = {2: "two", 3: "three", 4: "four", 5: "five"}[len(_heavy())]
+    assert f"retrain the {count} heavy sections" in README
+
+
+def test_the_landing_page_lists_the_heavy_sections_the_cache_holds():
+    page = (SITE / "intro.html").read_text(encoding="utf-8")
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page))
+    heavy = _heavy()
+    sentence = re.search(r"(\w+) sections train for minutes rather than seconds: (.*?)\. With", text)
+    assert sentence, "the landing page no longer names the heavy sections"
+    assert sentence.group(1) == {2: "Two", 3: "Three", 4: "Four"}[len(heavy)]
+    assert re.findall(r"§(\d+\.\d+) \(cache/(\w+), about (\d+) min\)", sentence.group(2)) == [
+        (h["section"], h["cache"], str(h["minutes"])) for h in heavy]
+    for h in heavy:
+        assert f'href="chapters/{h["stem"]}.html"' in page
+
+
 def test_the_readme_says_how_to_take_the_cpu_only_torch_of_the_pinned_version():
     pin = re.search(r"^torch==(\S+)$", (ROOT / "requirements.txt").read_text(), flags=re.M)
     assert pin, "requirements.txt no longer pins torch"
@@ -56,3 +90,10 @@ def test_the_readme_says_how_to_take_the_cpu_only_torch_of_the_pinned_version():
     assert "CUDA build" in README and "gigabytes" in README
     assert command in WORKFLOW.read_text().replace(".venv/bin/pip install -q", "pip install"), \
         "the workflow installs another torch than the README and requirements.txt"
+
+
+@pytest.mark.parametrize("stem", ["14_48_encoder_decoder_bottleneck"])
+def test_a_heavy_sections_prose_gives_its_retrain_time(stem, glued):
+    """§14.48 states what its retrain took, glued from the cache's manifest."""
+    minutes = glued(stem)["heavy_minutes"]
+    assert round(minutes) == next(h["minutes"] for h in _heavy() if h["stem"] == stem)
