@@ -430,3 +430,24 @@ def test_sidebar_contents_and_search_open_and_close_at_every_width(browser, site
     assert not page.evaluate("document.getElementById('pst-search-dialog').open"), f"search did not close at {width} px"
     page.close()
     assert not errors, errors
+
+
+def test_the_references_are_labelled_as_the_text_cites_them():
+    """The bibliography used pybtex's alpha labels ("[CvMerrienboerG+14]") beside author-year
+    citations ("Cho et al., 2014"), under an author's note; _ext/book_bibliography.py labels each
+    entry as it is cited. Every citation in the book links to an entry whose label is its own text."""
+    refs = (SITE / "references.html").read_text(encoding="utf-8")
+    labels = dict(re.findall(r'<div class="citation" id="(id\d+)" role="doc-biblioentry">\s*<span class="label">'
+                             r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">\]</span>', refs))
+    assert len(labels) >= 40, f"{len(labels)} bibliography entries found"
+    wrong = {k: v for k, v in labels.items() if not re.fullmatch(r"[^\d,]+(?: et al\.)?, \d{4}[a-z]?", v)}
+    assert not wrong, f"labels not in author-year form: {wrong}"
+    cited = 0
+    for path in sorted(SITE.rglob("*.html")):
+        for target, text in re.findall(r'<span class="bibtex-citation"[^>]*>\[<a class="reference internal" '
+                                       r'href="[./]*references\.html#(id\d+)"[^>]*>(.*?)</a>', path.read_text(encoding="utf-8")):
+            cited += 1
+            assert labels[target] == re.sub(r"<[^>]+>", "", text), f"{path.name}: cites {text!r}, entry says {labels[target]!r}"
+    assert cited >= 40
+    main = re.sub(r"<[^>]+>", "", refs.split("<main", 1)[1])
+    assert "{cite}" not in main and "cite into it" not in main
