@@ -152,7 +152,10 @@ def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_
     notebook = page_path.replace(".html", ".ipynb")
     links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
     assert colab_url(Path(notebook).stem) in links  # the Colab edition's branch (tools/colab.py)
-    assert any(link.endswith(f"_sources/{notebook}") for link in links), "no .ipynb download link"
+    stem = Path(notebook).stem
+    for edition in ("colab", "student"):  # the downloads (test_downloads_... checks what they are)
+        assert any(link.endswith(f"_editions/{edition}/{stem}.ipynb") for link in links), f"no {edition} download"
+    assert not any("_sources/" in link for link in links), "the raw MyST source is offered"
     # the injected-parameters cell is hidden; the notebook's own parameters cell is shown
     body = page.inner_text("main")
     assert "# Parameters" not in body and "HEAVY_EVAL = False" in body
@@ -451,3 +454,52 @@ def test_the_references_are_labelled_as_the_text_cites_them():
     assert cited >= 40
     main = re.sub(r"<[^>]+>", "", refs.split("<main", 1)[1])
     assert "{cite}" not in main and "cite into it" not in main
+
+
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_downloads_are_the_colab_and_student_notebooks_never_the_myst_source(page_path):
+    """The theme's menu offered the page's MyST source (as ".ipynb" and as the source file: raw glue
+    roles, a first cell that refuses to run in Colab) and a browser print as ".pdf". Now: the page's
+    Colab and student notebooks (and the PDF when built, below); no raw source is in the site at all."""
+    html = (SITE / page_path).read_text(encoding="utf-8")
+    menu = html.split('class="dropdown dropdown-download-buttons"', 1)[1].split("</ul>", 1)[0]
+    hrefs = re.findall(r'href="([^"]+)"', menu)
+    stem = Path(page_path).stem
+    assert hrefs[:2] == [f"../_editions/colab/{stem}.ipynb", f"../_editions/student/{stem}.ipynb"], hrefs
+    assert "window.print" not in menu and "_sources" not in html
+    assert not (SITE / "_sources").exists(), "the site still carries the raw sources"
+    import json
+
+    for href, edition in zip(hrefs, ("colab", "student")):
+        nb = json.loads((SITE / "chapters" / href).resolve().read_text())
+        assert nb["metadata"]["book_edition"]["edition"] == edition
+        prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert "{glue" not in prose and ":::" not in prose
+        assert ("<details>" in prose) == (edition == "colab")  # the student notebook has no solutions
+    pdf = Path(yaml.safe_load((ROOT / "_build" / "executed" / "_config.yml").read_text())["sphinx"]["config"]["book_pdf"])
+    if pdf.is_file() and pdf.stat().st_mtime < (SITE / page_path).stat().st_mtime:
+        assert f"../_editions/{pdf.name}" in hrefs and (SITE / "_editions" / pdf.name).is_file()
+
+
+def test_the_download_menu_offers_the_pdf_only_when_it_is_built(tmp_path):
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("book_header", ROOT / "_ext" / "book_header.py")
+    header = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(header)
+    pdf = tmp_path / "part.pdf"
+
+    def menu(pagename):
+        app = SimpleNamespace(config=SimpleNamespace(book_pdf=str(pdf)))
+        context = {"header_buttons": [{"label": "launch-buttons"}, {"label": "download-buttons", "buttons": ["theirs"]}],
+                   "pathto": lambda name, resource: f"../{name}"}
+        header._downloads(app, pagename, "page.html", context, None)
+        return [b["label"] for b in context["header_buttons"]], [
+            b["url"] for g in context["header_buttons"] if g["label"] == "download-buttons" for b in g["buttons"]]
+
+    assert menu("chapters/14_45_x") == (["launch-buttons", "download-buttons"],
+                                        ["../_editions/colab/14_45_x.ipynb", "../_editions/student/14_45_x.ipynb"])
+    assert menu("intro") == (["launch-buttons"], [])  # nothing to download: no menu
+    pdf.write_bytes(b"%PDF-1.7")
+    assert menu("chapters/14_45_x")[1][-1] == "../_editions/part.pdf" and menu("intro")[1] == ["../_editions/part.pdf"]

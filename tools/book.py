@@ -315,6 +315,10 @@ def staged_config(config: dict) -> dict:
         if button in (staged.get("html") or {}):
             theme[button] = bool(staged["html"][button])
     sphinx_config["book_source_branch"] = staged["repository"].get("branch", "main")
+    from tools.pdf import PDF  # the download menus offer it when `make pdf` has built it (_ext/book_header.py)
+
+    sphinx_config["book_pdf"] = str(PDF)
+    sphinx_config["html_copy_source"] = False  # the raw MyST sources are not handed out (book_header.py)
     # intro.md names the heavy sections through a substitution made from the cache (heavy_sections)
     subs = sphinx_config.setdefault("myst_substitutions", {})
     heavy = heavy_sections()
@@ -353,11 +357,16 @@ def stage_without_solutions() -> Path:
 
 
 def write_editions() -> None:
-    """The Colab and student editions (``_build/colab``, ``_build/student``), from this build."""
+    """The Colab and student editions (``_build/colab``, ``_build/student``), from this build; each
+    page's download menu offers its two notebooks, copied into the site's ``_editions/``."""
     editions = _editions()
     written = editions.write_editions(ROOT)
     print(f"editions: {len(written) // len(editions.EDITIONS)} notebooks each in "
           + ", ".join(f"_build/{e}/chapters" for e in editions.EDITIONS), flush=True)
+    site = BUILD / "html" / "_editions"
+    for edition in editions.EDITIONS:
+        shutil.rmtree(site / edition, ignore_errors=True)
+        shutil.copytree(BUILD / edition / "chapters", site / edition, copy_function=shutil.copy2)
 
 
 def _editions():
@@ -377,6 +386,8 @@ def render(stage: Path = STAGE) -> float:
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(stage), "--path-output", str(ROOT), "-W", "-n", "--keep-going", "--all"]
     log = BUILD / "render.log"
+    # the raw MyST sources an older build copied there (html_copy_source is off now: staged_config)
+    shutil.rmtree(BUILD / "html" / "_sources", ignore_errors=True)
     print("rendering the site with Jupyter Book ...", flush=True)
     start = time.perf_counter()
     env = {**os.environ, version.ENV_VAR: version.book_version(ROOT)}
