@@ -111,3 +111,33 @@
   window.addEventListener("load", fix);
   window.addEventListener("load", function () { window.setTimeout(fix, 300); });  // after the icon font's swap
 })();
+
+// Navigation at every width. The ☰ and "on this page" buttons work because the theme's second
+// copy of them (in the top navbar) is switched off in _config.yml (`navbar_persistent: []`, which
+// says why: pydata-sphinx-theme #2451). Below 992 px (☰) and 1200 px ("on this page") the theme
+// opens each panel as a dialog; at 992 px and up, sphinx-book-theme's ☰ collapses the sidebar.
+// What the theme lacks, and this adds: at 1200 px and up it hides the "on this page" button and
+// keeps the page's contents beside the text for good; here the button stays (book.css) and
+// collapses and restores that panel, as ☰ does the sidebar.
+(function () {
+  "use strict";
+  var WIDE = "(min-width: 1200px)";
+  function start() {
+    var sidebar = document.getElementById("pst-secondary-sidebar");
+    if (!sidebar) return;
+    document.querySelectorAll(".bd-header-article .secondary-toggle").forEach(function (button) {
+      button.addEventListener("click", function (event) {
+        if (!window.matchMedia(WIDE).matches) return;  // narrower: the theme's dialog
+        event.preventDefault();
+        event.stopImmediatePropagation();  // capture phase: before the theme opens its dialog
+        sidebar.classList.toggle("book-sidebar-hidden");
+        button.blur();  // else its tooltip stays up over the next button
+      }, true);
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -6,6 +6,12 @@
   added only to pages that contain a plotly figure.
 - ``book.css`` and ``book.js`` (in ``_assets``) on every page: figure captions, plots and
   diagrams readable in dark mode, plotly figures that follow the theme, a visible focus ring.
+- Each script once per page. Sphinx 7.4 keeps an inline script (``add_js_file(None, body=...)``)
+  that an extension adds after the builder started twice: the builder holds it under the file
+  name ``None``, and ``prepare_writing`` adds the registry's copy again as ``''``, which does not
+  compare equal. sphinx-thebe adds ``const THEBE_JS_URL = ...`` that way, so every notebook page
+  declared the constant twice and logged "Identifier 'THEBE_JS_URL' has already been declared"
+  (sphinx-togglebutton's ``var togglebuttonSelector`` was doubled too, silently).
 """
 
 from pathlib import Path
@@ -32,10 +38,26 @@ def _copy_plotly(app, exception):
         target.write_bytes(PLOTLY_JS.read_bytes())
 
 
+def _each_script_once(app, pagename, templatename, context, doctree):
+    """Drop the second copy of any script on this page (``None`` and ``''`` are the same no-file)."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for js in scripts:
+        key = (getattr(js, "filename", js) or "", getattr(js, "priority", None),
+               tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    scripts[:] = kept  # the builder's own list for this page; Sphinx restores it after the page
+
+
 def setup(app):
     app.connect("config-inited", _add_assets_dir)
     app.add_css_file("book.css")
     app.add_js_file("book.js")
     app.connect("html-page-context", _plotly_where_needed)
+    app.connect("html-page-context", _each_script_once, priority=900)  # after every handler that adds one
     app.connect("build-finished", _copy_plotly)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -191,6 +191,35 @@ def test_notebook_cells_setup_hidden_solution_code_figures_and_student_edition(c
         colab.convert_notebook(src, ctx, DOC, "teacher")
 
 
+def test_an_answer_that_the_prose_quotes_outside_the_solutions_is_not_in_an_edition_without_them(ctx):
+    """§14.58's misconception box quoted Exercise 3's measured answer ("about 1.9 characters per
+    token") to the student edition. A value only solution code glues becomes colab.ANSWER there and in
+    the SOLUTIONS=hidden site; a setting glued in a solution (the exercise's parameter) stays."""
+    src = notebook(
+        nbformat.v4.new_markdown_cell("Tokens hold {glue:text}`loss:.1f` characters each (Exercise 1), "
+                                      "of a {glue:text}`n`-token vocabulary.\n\n" + SOLUTION),
+        code('glue("n", 12345, setting=True)\nglue("loss", 0.123456)', "hide-cell"),
+    )
+    assert colab.solution_glue(src["cells"]) == {"loss"}
+    colab_text = colab.convert_notebook(src, ctx, DOC, "colab").cells[1].source
+    student_text = colab.convert_notebook(src, ctx, DOC, "student").cells[1].source
+    assert "hold 0.1 characters" in colab_text
+    assert f"hold {colab.ANSWER} characters" in student_text and "0.1" not in student_text
+    assert "12345-token vocabulary" in student_text  # the setting is part of the question
+    site = colab.strip_solutions(nbformat.reads(json.dumps(src), as_version=4))
+    assert site.cells[0].source.startswith(f"Tokens hold {colab.ANSWER} characters each") and "{glue:text}`n`" in site.cells[0].source
+
+
+def test_the_student_edition_of_14_58_does_not_quote_exercise_3s_answer(editions, book_ctx):
+    stem = "14_58_language_modelling_objective"
+    nb = json.loads((editions / "student" / "chapters" / f"{stem}.ipynb").read_text())
+    box = next("".join(c["source"]) for c in nb["cells"] if "Common misconception: \"a lower perplexity" in "".join(c["source"]))
+    value = f"{float(book_ctx.glue['chapters/' + stem]['bpe_chars_per_token']):.1f}"
+    assert f"predicts about {colab.ANSWER} characters per token" in box and f"about {value} characters" not in box
+    colab_nb = json.loads((editions / "colab" / "chapters" / f"{stem}.ipynb").read_text())
+    assert any(f"predicts about {value} characters per token" in "".join(c["source"]) for c in colab_nb["cells"])
+
+
 def test_the_setup_cell_lists_only_what_its_notebook_needs(ctx):
     plain = colab.convert_notebook(notebook(code("import plotly")), ctx, DOC)
     m4 = colab.convert_notebook(notebook(code("from statsforecast import StatsForecast")), ctx, DOC)

@@ -21,7 +21,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 #: Console messages that are known, harmless noise of the theme (matched as substrings).
 CONSOLE_ALLOW = [
     "Got invalid theme mode",           # pydata-sphinx-theme, first visit without a stored mode
-    "THEBE_JS_URL",                     # sphinx-thebe declares it twice
     "GPU stall due to ReadPixels",      # software WebGL in headless Chromium
     "willReadFrequently",               # plotly reading back a canvas
 ]
@@ -93,6 +92,7 @@ def visit(browser, url, mode=None):
         page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
     console, foreign, failed = [], [], []
     page.on("console", lambda m: console.append((m.type, m.text)))
+    page.on("pageerror", lambda e: console.append(("error", f"uncaught: {e}")))  # a script that threw
 
     def route(r):
         host = urlparse(r.request.url).hostname
@@ -152,7 +152,10 @@ def test_notebook_pages_have_colab_and_download_buttons(browser, site_url, page_
     notebook = page_path.replace(".html", ".ipynb")
     links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
     assert colab_url(Path(notebook).stem) in links  # the Colab edition's branch (tools/colab.py)
-    assert any(link.endswith(f"_sources/{notebook}") for link in links), "no .ipynb download link"
+    stem = Path(notebook).stem
+    for edition in ("colab", "student"):  # the downloads (test_downloads_... checks what they are)
+        assert any(link.endswith(f"_editions/{edition}/{stem}.ipynb") for link in links), f"no {edition} download"
+    assert not any("_sources/" in link for link in links), "the raw MyST source is offered"
     # the injected-parameters cell is hidden; the notebook's own parameters cell is shown
     body = page.inner_text("main")
     assert "# Parameters" not in body and "HEAVY_EVAL = False" in body
@@ -303,3 +306,200 @@ def test_figures_keep_their_aspect_ratio_on_a_phone_and_a_laptop(browser, site_u
     assert ratios, f"{page_path}: no visible figure image"
     squashed = [(src, round(r, 3)) for src, r in ratios if abs(r - 1) > 0.02]
     assert not squashed, f"{page_path} at {width} px: shown/natural aspect ratios {squashed}"
+
+
+# --- the header, the console and navigation at every width (issue 25) ---------------------------
+
+def test_no_page_carries_a_script_twice():
+    """Sphinx 7.4 wrote sphinx-thebe's inline `const THEBE_JS_URL = ...` twice into every notebook page
+    (every page then logged "Identifier 'THEBE_JS_URL' has already been declared"); _ext/book_assets.py
+    keeps one copy of each script."""
+    doubled = {}
+    for path in sorted(SITE.rglob("*.html")):
+        head = path.read_text(encoding="utf-8").split("</head>", 1)[0]
+        scripts = re.findall(r"<script\b[^>]*>.*?</script>", head, flags=re.S)
+        twice = sorted({s[:80] for s in scripts if scripts.count(s) > 1})
+        if twice:
+            doubled[str(path.relative_to(SITE))] = twice
+    assert not doubled, f"{len(doubled)} pages repeat a script, e.g. {next(iter(doubled.items()))}"
+
+
+def _header_links(page_path: str) -> dict[str, str]:
+    """The article header's links by their theme label (source-repository-button, ...)."""
+    html = (SITE / page_path).read_text(encoding="utf-8")
+    header = html.split('class="bd-header-article', 1)[1].split("</div>\n</div>\n</div>", 1)[0]
+    links = {}
+    for a in re.findall(r"<a\b[^>]*>", header):
+        href, label = re.search(r'href="([^"]+)"', a), re.search(r'aria-label="([^"]+)"|title="([^"]+)"', a)
+        if href and label:
+            links[label.group(1) or label.group(2)] = href.group(1).replace("&amp;", "&")
+    return links
+
+
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_repository_issue_and_edit_buttons_come_from_the_one_repository_url(page_path):
+    """use_repository_button was lost (Jupyter Book's html: switches are replaced by our own
+    html_theme_options; tools/book.py copies them). All three links derive from repository.url; the
+    edit link opens the page's source notebook on repository.branch, not on the Colab branch."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo, branch = config["repository"]["url"].rstrip("/"), config["repository"]["branch"]
+    hrefs = set(_header_links(page_path).values())
+    notebook = page_path.replace(".html", ".ipynb")
+    assert repo in hrefs, f"no repository button in {sorted(hrefs)}"
+    assert any(h.startswith(f"{repo}/issues/new?") and f"{page_path.removesuffix('.html')}.html" in h
+               for h in hrefs), f"no issue button for this page in {sorted(hrefs)}"
+    assert f"{repo}/edit/{branch}/{notebook}" in hrefs, f"no edit button on {branch} in {sorted(hrefs)}"
+
+
+def test_the_theme_options_keep_the_repository_buttons_and_drop_the_second_navbar():
+    import copy
+
+    from tools import book
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    other = copy.deepcopy(config)
+    other["html"].update(use_repository_button=True, use_issues_button=False, use_edit_page_button=True)
+    other["repository"]["branch"] = "trunk"
+    staged = book.staged_config(other)["sphinx"]["config"]
+    theme = staged["html_theme_options"]
+    assert (theme["use_repository_button"], theme["use_issues_button"], theme["use_edit_page_button"]) == (True, False, True)
+    assert staged["book_source_branch"] == "trunk" and theme["repository_branch"] == config["edition"]["colab_branch"]
+    assert theme["navbar_persistent"] == []  # the top navbar's second search field and second toggles
+
+
+NAV_WIDTHS = (375, 768, 991, 1366)
+
+
+def nav_params():
+    """(page, width, mode): one smoke page at a phone's and a laptop's width in the fast tier; the
+    first page of every Part at all four widths in both modes in the full tier."""
+    pages = [p for p in smoke_pages() if p.startswith("chapters/")]
+    fast = [(pages[0], 375, "light"), (pages[0], 1366, "dark")]
+    full = [(p, w, m) for p in pages for w in NAV_WIDTHS for m in ("light", "dark") if (p, w, m) not in fast]
+    return ([pytest.param(*f, id=f"{f[0]}-{f[1]}-{f[2]}") for f in fast]
+            + [pytest.param(*f, id=f"{f[0]}-{f[1]}-{f[2]}", marks=pytest.mark.full) for f in full])
+
+
+SHOWN = """sel => { const e = document.querySelector(sel); if (!e) return false;
+    const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width > 50 && r.height > 20 && s.visibility !== 'hidden' && r.right > 0 && r.left < innerWidth; }"""
+
+
+def _click_visible(page, selector):
+    buttons = [b for b in page.locator(selector).all() if b.is_visible()]
+    assert len(buttons) == 1, f"{len(buttons)} visible {selector} buttons"
+    buttons[0].click(timeout=5_000)
+    page.wait_for_timeout(400)
+
+
+@pytest.mark.parametrize("page_path, width, mode", nav_params())
+def test_sidebar_contents_and_search_open_and_close_at_every_width(browser, site_url, page_path, width, mode):
+    """Click ☰, "on this page" and search as a reader would: each opens its panel and closes again.
+    Below 992 px (☰) and 1200 px (contents) the panel is a dialog, closed with Escape; wider, the button
+    collapses the panel beside the text and a second click restores it. One search field, no navbar."""
+    page = browser.new_page(viewport={"width": width, "height": 800})
+    page.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{site_url}/{page_path}", wait_until="networkidle")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(500)
+    shown = lambda sel: page.evaluate(SHOWN, sel)
+    assert page.evaluate("document.getElementById('pst-header').offsetHeight") == 0, "the second navbar is back"
+    assert page.locator(".search-button-field:visible").count() == (1 if width >= 992 else 0)
+    nav, toc = "#pst-primary-sidebar nav.bd-docs-nav, #pst-primary-sidebar-modal nav.bd-docs-nav", "#pst-page-toc-nav"
+    for button, panel, dialog, wide in ((".primary-toggle", nav, "pst-primary-sidebar-modal", 992),
+                                        (".secondary-toggle", toc, "pst-secondary-sidebar-modal", 1200)):
+        is_open = lambda: page.evaluate(f"document.getElementById('{dialog}').open")
+        if width < wide:
+            assert not is_open()
+            _click_visible(page, button)
+            assert is_open() and shown(panel), f"{button} opened nothing at {width} px"
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(300)
+            assert not is_open(), f"{button}'s panel did not close at {width} px"
+        else:
+            assert shown(panel)
+            _click_visible(page, button)
+            assert not shown(panel) and not is_open(), f"{button} did not collapse its panel at {width} px"
+            if button == ".primary-toggle":  # the sidebar's search field went with it: the header has one
+                assert page.locator(".bd-header-article .search-button:visible").count() == 1
+            _click_visible(page, button)
+            assert shown(panel), f"{button} did not restore its panel at {width} px"
+    _click_visible(page, ".search-button-field, .bd-header-article .search-button")
+    assert page.locator("#pst-search-dialog input[name=q]").is_visible(), f"search did not open at {width} px"
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    assert not page.evaluate("document.getElementById('pst-search-dialog').open"), f"search did not close at {width} px"
+    page.close()
+    assert not errors, errors
+
+
+def test_the_references_are_labelled_as_the_text_cites_them():
+    """The bibliography used pybtex's alpha labels ("[CvMerrienboerG+14]") beside author-year
+    citations ("Cho et al., 2014"), under an author's note; _ext/book_bibliography.py labels each
+    entry as it is cited. Every citation in the book links to an entry whose label is its own text."""
+    refs = (SITE / "references.html").read_text(encoding="utf-8")
+    labels = dict(re.findall(r'<div class="citation" id="(id\d+)" role="doc-biblioentry">\s*<span class="label">'
+                             r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">\]</span>', refs))
+    assert len(labels) >= 40, f"{len(labels)} bibliography entries found"
+    wrong = {k: v for k, v in labels.items() if not re.fullmatch(r"[^\d,]+(?: et al\.)?, \d{4}[a-z]?", v)}
+    assert not wrong, f"labels not in author-year form: {wrong}"
+    cited = 0
+    for path in sorted(SITE.rglob("*.html")):
+        for target, text in re.findall(r'<span class="bibtex-citation"[^>]*>\[<a class="reference internal" '
+                                       r'href="[./]*references\.html#(id\d+)"[^>]*>(.*?)</a>', path.read_text(encoding="utf-8")):
+            cited += 1
+            assert labels[target] == re.sub(r"<[^>]+>", "", text), f"{path.name}: cites {text!r}, entry says {labels[target]!r}"
+    assert cited >= 40
+    main = re.sub(r"<[^>]+>", "", refs.split("<main", 1)[1])
+    assert "{cite}" not in main and "cite into it" not in main
+
+
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_downloads_are_the_colab_and_student_notebooks_never_the_myst_source(page_path):
+    """The theme's menu offered the page's MyST source (as ".ipynb" and as the source file: raw glue
+    roles, a first cell that refuses to run in Colab) and a browser print as ".pdf". Now: the page's
+    Colab and student notebooks (and the PDF when built, below); no raw source is in the site at all."""
+    html = (SITE / page_path).read_text(encoding="utf-8")
+    menu = html.split('class="dropdown dropdown-download-buttons"', 1)[1].split("</ul>", 1)[0]
+    hrefs = re.findall(r'href="([^"]+)"', menu)
+    stem = Path(page_path).stem
+    assert hrefs[:2] == [f"../_editions/colab/{stem}.ipynb", f"../_editions/student/{stem}.ipynb"], hrefs
+    assert "window.print" not in menu and "_sources" not in html
+    assert not (SITE / "_sources").exists(), "the site still carries the raw sources"
+    import json
+
+    for href, edition in zip(hrefs, ("colab", "student")):
+        nb = json.loads((SITE / "chapters" / href).resolve().read_text())
+        assert nb["metadata"]["book_edition"]["edition"] == edition
+        prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert "{glue" not in prose and ":::" not in prose
+        assert ("<details>" in prose) == (edition == "colab")  # the student notebook has no solutions
+    pdf = Path(yaml.safe_load((ROOT / "_build" / "executed" / "_config.yml").read_text())["sphinx"]["config"]["book_pdf"])
+    if pdf.is_file() and pdf.stat().st_mtime < (SITE / page_path).stat().st_mtime:
+        assert f"../_editions/{pdf.name}" in hrefs and (SITE / "_editions" / pdf.name).is_file()
+
+
+def test_the_download_menu_offers_the_pdf_only_when_it_is_built(tmp_path):
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("book_header", ROOT / "_ext" / "book_header.py")
+    header = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(header)
+    pdf = tmp_path / "part.pdf"
+
+    def menu(pagename):
+        app = SimpleNamespace(config=SimpleNamespace(book_pdf=str(pdf)))
+        context = {"header_buttons": [{"label": "launch-buttons"}, {"label": "download-buttons", "buttons": ["theirs"]}],
+                   "pathto": lambda name, resource: f"../{name}"}
+        header._downloads(app, pagename, "page.html", context, None)
+        return [b["label"] for b in context["header_buttons"]], [
+            b["url"] for g in context["header_buttons"] if g["label"] == "download-buttons" for b in g["buttons"]]
+
+    assert menu("chapters/14_45_x") == (["launch-buttons", "download-buttons"],
+                                        ["../_editions/colab/14_45_x.ipynb", "../_editions/student/14_45_x.ipynb"])
+    assert menu("intro") == (["launch-buttons"], [])  # nothing to download: no menu
+    pdf.write_bytes(b"%PDF-1.7")
+    assert menu("chapters/14_45_x")[1][-1] == "../_editions/part.pdf" and menu("intro")[1] == ["../_editions/part.pdf"]

@@ -41,6 +41,9 @@ BOOK_DIRS = ["_ext", "_assets"]
 SHARED_INPUTS = ["helpers", "data", "cache"]
 
 
+_NUMBER_WORDS = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six"}
+
+
 class NotebookFailed(RuntimeError):
     """A notebook raised while executing; the message names the notebook and the cell."""
 
@@ -249,6 +252,42 @@ def stage_sources() -> None:
             stale.unlink()
 
 
+def heavy_sections(root: Path = ROOT) -> list[dict]:
+    """The heavy sections, read from the one place that knows them: the cache.
+
+    Each ``cache/<name>/manifest.json`` records the command that retrains it (``tools/book.py
+    --only 14_NN --heavy``) and what that retrain cost (``wall_time_s``). Returns, in section order,
+    ``{"section": "14.48", "stem": "14_48_...", "cache": "bottleneck", "minutes": 20, "cpus": 2}`` per entry.
+    The landing page's list is made from this (``heavy_sections`` in ``myst_substitutions``) and
+    ``tests/test_docs.py`` holds the README's table to it.
+    """
+    import re
+
+    found = []
+    for manifest in sorted((root / "cache").glob("*/manifest.json")):
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        m = re.search(r"--only (\d+_\d+)\b", meta.get("regenerate", ""))
+        if not m:
+            raise ValueError(f"{manifest.relative_to(root)}: its regenerate command names no section (--only 14_NN)")
+        stems = [p.stem for p in (root / "chapters").glob(f"{m.group(1)}_*.ipynb")]
+        if len(stems) != 1:
+            raise ValueError(f"{manifest.relative_to(root)}: --only {m.group(1)} matches {len(stems)} notebooks")
+        found.append({"section": m.group(1).replace("_", "."), "stem": stems[0], "cache": manifest.parent.name,
+                      "minutes": round(meta["wall_time_s"] / 60), "cpus": meta["hardware"]["cpu_count"]})
+    return sorted(found, key=lambda h: h["section"])
+
+
+def heavy_sections_markdown(root: Path = ROOT) -> str:
+    """The landing page's clause naming every heavy section, its cache and what its retrain took."""
+    heavy = heavy_sections(root)
+    same_cpus = len({h["cpus"] for h in heavy}) == 1
+    items = [f"{{doc}}`§{h['section']} <chapters/{h['stem']}>` (`cache/{h['cache']}`, about {h['minutes']} min"
+             + ("" if same_cpus else f" on {h['cpus']} CPU cores") + ")" for h in heavy]
+    listed = ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else "".join(items)
+    where = f" on {heavy[0]['cpus']} CPU cores" if same_cpus and heavy else ""
+    return f"{listed}; the times are what retraining took{where}"
+
+
 def staged_config(config: dict) -> dict:
     """The ``_config.yml`` Jupyter Book renders, from the book's own one.
 
@@ -256,15 +295,34 @@ def staged_config(config: dict) -> dict:
     ``edition.colab_branch``); this puts them where sphinx-book-theme reads them, so the
     launch button of every page opens ``<colab>/github/<org>/<repo>/blob/<branch>/chapters/<nb>.ipynb``,
     the Colab edition. The ``edition`` block is ours, not Jupyter Book's, and is removed.
+
+    Jupyter Book turns ``html.use_repository_button`` (and the issue and edit switches) into theme
+    options only when ``sphinx.config`` sets no ``html_theme_options`` of its own; ours does, and
+    replaces the whole dict, so they are copied here. The edit button opens the source notebook on
+    ``repository.branch`` (``book_source_branch``, read by ``_ext/book_header.py``), not on the
+    Colab branch the launch buttons need.
     """
     import copy
 
     staged = copy.deepcopy(config)
     edition = staged.pop("edition", None) or {}
-    theme = staged.setdefault("sphinx", {}).setdefault("config", {}).setdefault("html_theme_options", {})
+    sphinx_config = staged.setdefault("sphinx", {}).setdefault("config", {})
+    theme = sphinx_config.setdefault("html_theme_options", {})
     theme["repository_url"] = staged["repository"]["url"].rstrip("/")
     theme["repository_branch"] = edition.get("colab_branch", "colab")
     theme["path_to_docs"] = ""
+    for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        if button in (staged.get("html") or {}):
+            theme[button] = bool(staged["html"][button])
+    sphinx_config["book_source_branch"] = staged["repository"].get("branch", "main")
+    from tools.pdf import PDF  # the download menus offer it when `make pdf` has built it (_ext/book_header.py)
+
+    sphinx_config["book_pdf"] = str(PDF)
+    sphinx_config["html_copy_source"] = False  # the raw MyST sources are not handed out (book_header.py)
+    # intro.md names the heavy sections through a substitution made from the cache (heavy_sections)
+    subs = sphinx_config.setdefault("myst_substitutions", {})
+    heavy = heavy_sections()
+    subs.update(heavy_sections=heavy_sections_markdown(), heavy_count=_NUMBER_WORDS.get(len(heavy), str(len(heavy))))
     theme["launch_buttons"] = {"colab_url": staged.get("launch_buttons", {}).get("colab_url",
                                                                                 "https://colab.research.google.com")}
     return staged
@@ -299,11 +357,16 @@ def stage_without_solutions() -> Path:
 
 
 def write_editions() -> None:
-    """The Colab and student editions (``_build/colab``, ``_build/student``), from this build."""
+    """The Colab and student editions (``_build/colab``, ``_build/student``), from this build; each
+    page's download menu offers its two notebooks, copied into the site's ``_editions/``."""
     editions = _editions()
     written = editions.write_editions(ROOT)
     print(f"editions: {len(written) // len(editions.EDITIONS)} notebooks each in "
           + ", ".join(f"_build/{e}/chapters" for e in editions.EDITIONS), flush=True)
+    site = BUILD / "html" / "_editions"
+    for edition in editions.EDITIONS:
+        shutil.rmtree(site / edition, ignore_errors=True)
+        shutil.copytree(BUILD / edition / "chapters", site / edition, copy_function=shutil.copy2)
 
 
 def _editions():
@@ -323,6 +386,8 @@ def render(stage: Path = STAGE) -> float:
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(stage), "--path-output", str(ROOT), "-W", "-n", "--keep-going", "--all"]
     log = BUILD / "render.log"
+    # the raw MyST sources an older build copied there (html_copy_source is off now: staged_config)
+    shutil.rmtree(BUILD / "html" / "_sources", ignore_errors=True)
     print("rendering the site with Jupyter Book ...", flush=True)
     start = time.perf_counter()
     env = {**os.environ, version.ENV_VAR: version.book_version(ROOT)}

@@ -28,6 +28,7 @@ the solutions and the ``hide-cell`` code and keeps the exercise prompts.
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
 import json
 import pickle
@@ -370,6 +371,55 @@ class _Doc:
     docname: str
     where: str  # "chapters/x.ipynb cell 7", for error messages
     solutions: bool = True
+    answers: frozenset = frozenset()  # glued answers (solution_glue): shown as ANSWER where solutions are not
+
+
+#: What an edition without solutions shows where the prose quotes a value that an exercise's
+#: solution computes (§14.58's "about 1.9 characters per token ... measured in Exercise 3").
+ANSWER = "**?** *(an exercise's answer)*"
+
+
+def _cell_source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def solution_glue(cells) -> frozenset:
+    """Names that only solution code (``hide-cell`` cells) glues, settings excepted: the answers.
+
+    A value the prose quotes outside the solutions but a solution computes would hand the answer
+    to a reader of an edition without solutions; a setting (``glue(..., setting=True)``, the
+    exercise's own parameters) is part of the question and stays.
+    """
+    def glued(cell) -> dict[str, bool]:
+        try:
+            tree = ast.parse(_cell_source(cell))
+        except SyntaxError:  # IPython magics: such a cell glues nothing
+            return {}
+        out = {}
+        for node in ast.walk(tree):
+            func = getattr(node, "func", None)
+            if (isinstance(node, ast.Call) and getattr(func, "id", getattr(func, "attr", None)) == "glue"
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                out[node.args[0].value] = any(k.arg == "setting" and isinstance(k.value, ast.Constant)
+                                              and k.value.value is True for k in node.keywords)
+        return out
+
+    solution, elsewhere = {}, set()
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        names = glued(cell)
+        if "hide-cell" in cell.get("metadata", {}).get("tags", []):
+            solution.update(names)
+        else:
+            elsewhere.update(names)
+    return frozenset(n for n, setting in solution.items() if not setting and n not in elsewhere)
+
+
+def _glue_role(names) -> re.Pattern:
+    """A MyST glue role (any form) of one of ``names``."""
+    return re.compile(r"\{glue(?::\w*)?\}`(" + "|".join(map(re.escape, sorted(names))) + r")(?::[^`]*)?`")
 
 
 def _role(doc: _Doc, name: str, content: str) -> str:
@@ -380,6 +430,8 @@ def _role(doc: _Doc, name: str, content: str) -> str:
         # as myst-nb reads them: {glue:text}`key:spec` splits at the last colon; {glue}/{glue:any}
         # take no format and show the value's text/plain as it is
         key, spec = content.rsplit(":", 1) if name == "glue:text" and ":" in content else (content, None)
+        if not doc.solutions and key in doc.answers:
+            return ANSWER
         values = ctx.glue.get(doc.docname, {})
         if key not in values:
             raise UnknownConstruct(f"{doc.where}: {{{name}}}`{content}`: {key!r} is not glued in the executed notebook")
@@ -609,12 +661,17 @@ def strip_solutions(nb):
     """``nb`` (nbformat, MyST kept) without its solutions: the rendered site of a term in progress.
 
     Removes every ``Solution`` admonition from the markdown and every ``hide-cell`` code cell
-    (the solutions' code); a markdown cell left empty goes too. Returns ``nb``, changed in place.
+    (the solutions' code); a markdown cell left empty goes too. A value that only solution code
+    glues, quoted elsewhere in the prose, becomes ``ANSWER`` (``solution_glue``). Returns ``nb``,
+    changed in place.
     """
+    answers = solution_glue(nb.cells)
     kept = []
     for cell in nb.cells:
         if cell.cell_type == "code" and "hide-cell" in cell.metadata.get("tags", []):
             continue
+        if cell.cell_type == "markdown" and answers:  # the answers the prose quotes (solution_glue)
+            cell.source = _glue_role(answers).sub(ANSWER, cell.source)
         if cell.cell_type == "markdown" and is_solution_markdown(cell.source):
             lines = cell.source.splitlines(keepends=True)
             for tok in sorted(tokens(cell.source), key=lambda t: -(t.map or (0, 0))[0]):
@@ -657,11 +714,12 @@ def convert_notebook(source: dict, ctx: Context, docname: str, edition: str = "c
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     nb = nbformat.reads(json.dumps(source), as_version=4)  # sources as strings
     student = edition == "student"
+    answers = solution_glue(nb.cells) if student else frozenset()
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and not c.source.lstrip().startswith("%"))
     cells = [setup_cell(ctx, needed_specs(ctx.install, code))]
     for index, cell in enumerate(nb.cells):
         tags = list(cell.metadata.get("tags", []))
-        doc = _Doc(ctx, docname, f"{docname}.ipynb cell {index}", solutions=not student)
+        doc = _Doc(ctx, docname, f"{docname}.ipynb cell {index}", solutions=not student, answers=answers)
         if index == 0 and cell.cell_type == "code" and "remove-cell" in tags and "import helpers" not in cell.source \
                 and "from helpers" not in cell.source and "google.colab" in cell.source:
             continue  # the source's Colab placeholder: replaced by the set-up cell above

@@ -186,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     from pypdf import PdfReader
 
     pages = len(PdfReader(str(args.out)).pages)
+    if args.out == PDF and (ROOT / "_build" / "html" / "index.html").is_file():
+        # the site's download menus offer the PDF only once it exists (_ext/book_header.py): render again
+        from tools import book
+
+        print(f"site rendered again with the PDF in its download menus in {book.render():.1f} s", flush=True)
+        book.write_editions()
     print(f"PDF: {args.out} — {pages} pages, {args.out.stat().st_size / 2**20:.1f} MB, {report['sections']} "
           f"sections, {report['plots']} plotly figures as images, edition {edition}; "
           f"{time.perf_counter() - start:.1f} s in all", flush=True)
