@@ -286,3 +286,21 @@ def test_equal_history_explains_a_small_part_of_the_gap(g, histories):
     assert g["equal_history_share"] < 0.25, "sample size accounts for a small part of the gap"
     # Solution 3: the global models lose to seasonal naive on the long series and beat it on the short ones
     assert g["long_global_direct"] > g["long_seasonal_naive"] and g["short_global_direct"] < g["short_seasonal_naive"]
+
+
+def test_local_fits_only_just_beat_seasonal_naive_on_short_series_and_a_larger_penalty_helps(g, histories):
+    assert 0 < g["short_seasonal_naive"] - g["short_local_direct"] < 0.05, "only just"
+    # "a larger penalty for the local fits would narrow the short-series gap": at origin n - 48, lambda 100
+    def local(y, lam):
+        hist = y[: len(y) - 48]
+        cuts = np.lib.stride_tricks.sliding_window_view(hist, C + H)
+        X, Y = cuts[:, :C], cuts[:, C:]
+        m, s = X.mean(axis=1, keepdims=True), X.std(axis=1, keepdims=True) + 1e-8
+        X1 = np.hstack([(X - m) / s, np.ones((len(X), 1))])
+        W = np.linalg.solve(X1.T @ X1 + lam * np.eye(C + 1), X1.T @ ((Y - m) / s))
+        ctx = hist[-C:]
+        f = np.append((ctx - ctx.mean()) / (ctx.std() + 1e-8), 1.0) @ W * (ctx.std() + 1e-8) + ctx.mean()
+        return np.mean(np.abs(y[len(hist):] - f)) / np.mean(np.abs(hist[M:] - hist[:-M]))
+
+    short = [y for y in histories if len(y) == 700]
+    assert np.mean([local(y, 100.0) for y in short]) < np.mean([local(y, 1.0) for y in short])
