@@ -175,7 +175,7 @@ def test_notebook_cells_setup_hidden_solution_code_figures_and_student_edition(c
     nb = colab.convert_notebook(src, ctx, DOC, "colab")
     setup, title, helpers_cell, figure, caption, plotly, exercises, solution_code = nb.cells
     assert setup.metadata["tags"] == [colab.SETUP_TAG] and 'BOOK_REPO = "https://github.com/org/book"' in setup.source
-    assert "raise RuntimeError" not in "".join(c.source for c in nb.cells)  # the source's placeholder is gone
+    assert 'raise RuntimeError("source")' not in "".join(c.source for c in nb.cells)  # the source's placeholder is gone
     assert title.source.endswith("MASE 0.12.")
     assert helpers_cell.metadata["jupyter"]["source_hidden"] and helpers_cell.source.endswith("from helpers.book import glue")
     assert figure.metadata["cellView"] == "form" and figure.source.endswith("fig.show()")
@@ -400,3 +400,21 @@ def test_author_year_labels_from_the_bib_agree_with_the_sites_citations(book_ctx
     vaswani = book_ctx.citations["vaswani2017attention"] if "vaswani2017attention" in book_ctx.citations else next(
         c for c in book_ctx.citations.values() if c.label.startswith("Vaswani"))
     assert f'id="{vaswani.anchor}"' in page and vaswani.label == "Vaswani et al."
+
+
+def test_a_failed_fetch_says_what_git_said_and_what_to_do(ctx, tmp_path, monkeypatch):
+    import sys
+    import types
+
+    source = colab.convert_notebook(notebook(code("import plotly")), ctx, DOC).cells[0].source
+    source = re.sub(r'BOOK_REPO = ".*?"', f'BOOK_REPO = "{tmp_path / "no-such-repository"}"', source)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setenv("BOOK_DIR", str(tmp_path / "book"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeError) as err:
+        exec(compile(source, "setup", "exec"), {"__name__": "__main__"})
+    message = str(err.value)
+    assert "`git fetch -q` failed with" in message
+    assert "no-such-repository" in message and ("does not appear to be a git repository" in message
+                                                or "not found" in message.lower())
+    assert "not published" in message and "never pushed" in message and "internet" in message

@@ -620,10 +620,21 @@ def _installed(dist):
     except importlib.metadata.PackageNotFoundError:
         return None
 
+def _git(*args):
+    """Run git in BOOK_DIR; on failure, stop with git's own message and what to do about it."""
+    r = subprocess.run(["git", "-C", BOOK_DIR, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(
+            f"Set-up could not fetch the book: `git {{' '.join(args[:2])}}` failed with\\n    "
+            + (r.stderr.strip() or f"exit status {{r.returncode}}").replace("\\n", "\\n    ")
+            + f"\\nLikely causes: the repository {{BOOK_REPO}} is not published (or is private), the commit "
+            f"{{BOOK_REF[:12]}} was never pushed to it, or this runtime has no internet access. Open the "
+            "repository's address in a browser to check, then run this cell again.") from None
+
 if "google.colab" in sys.modules:
     did = []
     if not os.path.isdir(os.path.join(BOOK_DIR, "helpers")):
-        git = lambda *args: subprocess.run(["git", "-C", BOOK_DIR, *args], check=True, capture_output=True)
+        git = _git
         os.makedirs(BOOK_DIR, exist_ok=True)
         git("init", "-q")
         git("fetch", "-q", "--depth=1", BOOK_REPO, BOOK_REF)
@@ -634,7 +645,9 @@ if "google.colab" in sys.modules:
         keep = "".join(f"{{d}}=={{_installed(d)}}\\n" for d in ("torch", "numpy", "pandas") if _installed(d))
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
             pins.write(keep)  # constraints: pip may add packages, never replace these
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", pins.name, *missing], check=True)
+        print("Set-up: installing " + ", ".join(missing) + " ...", flush=True)  # pip's own progress follows
+        subprocess.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off", "-c", pins.name, *missing],
+                       check=True)
         did.append("installed " + ", ".join(missing))
     if BOOK_DIR not in sys.path:
         sys.path.insert(0, BOOK_DIR)

@@ -275,7 +275,8 @@ def run_notebook(path: str, python: str, home: str, jupyter_path: str, workdir: 
     second_out = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     if "nothing to do" not in second_out:
         return Result(name, time.perf_counter() - start, f"second run of the set-up cell printed {second_out!r}")
-    return Result(name, time.perf_counter() - start, "", first_out.strip())
+    lines = first_out.strip().splitlines()  # pip's progress, then the set-up's own last line
+    return Result(name, time.perf_counter() - start, "", lines[-1] if lines else "")
 
 
 def key_check(snippet: str, log=print) -> str:
