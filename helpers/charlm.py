@@ -245,7 +245,7 @@ def train(model: nn.Module, data: torch.Tensor, cfg: TrainConfig, scored: dict[s
 
 # ----------------------------------------------------------------------------- budgets and throughput
 #: Training steps per second of each model alone on this book's 2-core machine (2 torch threads, nothing
-#: else running), by batch size; measured by ``benchmarks/charlm.py --measure`` (median of 3 timings).
+#: else running), by batch size; measured by ``benchmarks/charlm.py --measure`` (fastest of 3 timings).
 THROUGHPUT = {
     "measured": "2026-12-01, 2 cores (x86_64), torch 2.13.0, 2 threads; fastest of three 10-s timings",
     "threads": 2,

@@ -297,6 +297,8 @@ def test_figures_keep_their_aspect_ratio_on_a_phone_and_a_laptop(browser, site_u
     image's content box keeps the PNG's own width-to-height ratio, to 2 %, at 375 and 1366 px."""
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.goto(f"{site_url}/{page_path}", wait_until="networkidle")
+    # the images are laid out some time after the network is idle when the machine is busy; wait for them
+    page.wait_for_selector("main .cell_output img", state="visible", timeout=20_000)
     ratios = page.eval_on_selector_all("main .cell_output img", """els => els.filter(e => e.offsetParent).map(e => {
         const s = getComputedStyle(e), px = v => parseFloat(s[v]);
         const w = e.clientWidth - px('paddingLeft') - px('paddingRight');
