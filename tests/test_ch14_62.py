@@ -15,6 +15,27 @@ def histories():
     return [grp["y"].to_numpy() for _, grp in train.groupby("unique_id", sort=False)]
 
 
+def snaive_mase(y, back):
+    """Seasonal naive's MASE on series y at origin n - back (the oracle of the yardstick)."""
+    hist, actual = y[: len(y) - back], y[len(y) - back: len(y) - back + H]
+    return np.mean(np.abs(actual - np.resize(hist[-M:], H))) / np.mean(np.abs(hist[M:] - hist[:-M]))
+
+
+def local_direct_mase(y, back, keep=None, lam=1.0):
+    """MASE at origin n - back of the local direct ridge (intercept, penalty lam) fitted to every window
+    of the last `keep` hours before the origin (all of them if None), each standardised by its context."""
+    hist = y[: len(y) - back]
+    cuts = np.lib.stride_tricks.sliding_window_view(hist if keep is None else hist[-keep:], C + H)
+    X, Y = cuts[:, :C], cuts[:, C:]
+    m, s = X.mean(axis=1, keepdims=True), X.std(axis=1, keepdims=True) + 1e-8
+    X1 = np.hstack([(X - m) / s, np.ones((len(X), 1))])
+    W = np.linalg.solve(X1.T @ X1 + lam * np.eye(C + 1), X1.T @ ((Y - m) / s))
+    ctx = hist[-C:]
+    cm, cs = ctx.mean(), ctx.std() + 1e-8
+    f = np.append((ctx - cm) / cs, 1.0) @ W * cs + cm
+    return np.mean(np.abs(y[len(hist): len(hist) + H] - f)) / np.mean(np.abs(hist[M:] - hist[:-M]))
+
+
 def test_window_count_formula(g):
     assert g["n_h1"] == 700, "M4 Hourly's H1 has 700 training hours"
     assert g["n_windows_h1"] == g["n_windows_formula"] == g["n_h1"] - C - H + 1
@@ -42,12 +63,7 @@ def test_rolling_origins_are_m4s(g):
 
 
 def test_seasonal_naive_yardstick_matches_an_independent_computation(g, histories):
-    scores = []
-    for back in (144, 96, 48):
-        for y in histories:
-            hist, actual = y[: len(y) - back], y[len(y) - back: len(y) - back + H]
-            scale = np.mean(np.abs(hist[M:] - hist[:-M]))
-            scores.append(np.mean(np.abs(actual - np.resize(hist[-M:], H))) / scale)
+    scores = [snaive_mase(y, back) for back in (144, 96, 48) for y in histories]
     assert g["mase_seasonal_naive"] == pytest.approx(np.mean(scores), rel=1e-9)
 
 
@@ -227,14 +243,7 @@ def test_the_average_hides_two_lengths(g, histories, ridge_strategies):
     lengths = np.array([len(y) for y in histories])
     assert sorted(set(lengths)) == [g["hours_short"], g["hours_long"]] == [700, 960]
     per_series = {k: v.mean(axis=0) for k, v in mase.items()}  # mean over the three origins
-    snaive = []
-    for y in histories:
-        s = []
-        for back in (144, 96, 48):
-            hist, actual = y[: len(y) - back], y[len(y) - back: len(y) - back + H]
-            s.append(np.mean(np.abs(actual - np.resize(hist[-M:], H))) / np.mean(np.abs(hist[M:] - hist[:-M])))
-        snaive.append(np.mean(s))
-    per_series["seasonal naive"] = np.array(snaive)
+    per_series["seasonal naive"] = np.array([np.mean([snaive_mase(y, b) for b in (144, 96, 48)]) for y in histories])
     for tag, n in (("short", 700), ("long", 960)):
         sel = lengths == n
         sorted_sel = order[sel[order]]                     # this group's series, in the notebook's order
@@ -260,24 +269,8 @@ def test_the_average_hides_two_lengths(g, histories, ridge_strategies):
 
 def test_equal_history_explains_a_small_part_of_the_gap(g, histories):
     # oracle: each 960-hour series' local direct ridge refitted on the last 700 - back hours before each origin
-    def windows(y):
-        cuts = np.lib.stride_tricks.sliding_window_view(y, C + H)
-        return cuts[:, :C], cuts[:, C:]
-
-    scores = []
-    for y in (y for y in histories if len(y) == 960):
-        per_origin = []
-        for back in (144, 96, 48):
-            hist = y[: len(y) - back]
-            X, Y = windows(hist[-(700 - back):])
-            m, s = X.mean(axis=1, keepdims=True), X.std(axis=1, keepdims=True) + 1e-8
-            X1 = np.hstack([(X - m) / s, np.ones((len(X), 1))])
-            W = np.linalg.solve(X1.T @ X1 + np.eye(C + 1), X1.T @ ((Y - m) / s))
-            ctx = hist[-C:]
-            cm, cs = ctx.mean(), ctx.std() + 1e-8
-            f = np.append((ctx - cm) / cs, 1.0) @ W * cs + cm
-            per_origin.append(np.mean(np.abs(y[len(hist): len(hist) + H] - f)) / np.mean(np.abs(hist[M:] - hist[:-M])))
-        scores.append(np.mean(per_origin))
+    scores = [np.mean([local_direct_mase(y, back, keep=700 - back) for back in (144, 96, 48)])
+              for y in histories if len(y) == 960]
     assert g["long_local_equal_history"] == pytest.approx(np.mean(scores), rel=1e-6)
     full, glob = g["long_local_direct"], g["long_global_direct"]
     assert g["equal_history_share"] == pytest.approx((np.mean(scores) - full) / (glob - full), rel=1e-6)
@@ -291,16 +284,6 @@ def test_equal_history_explains_a_small_part_of_the_gap(g, histories):
 def test_local_fits_only_just_beat_seasonal_naive_on_short_series_and_a_larger_penalty_helps(g, histories):
     assert 0 < g["short_seasonal_naive"] - g["short_local_direct"] < 0.05, "only just"
     # "a larger penalty for the local fits would narrow the short-series gap": at origin n - 48, lambda 100
-    def local(y, lam):
-        hist = y[: len(y) - 48]
-        cuts = np.lib.stride_tricks.sliding_window_view(hist, C + H)
-        X, Y = cuts[:, :C], cuts[:, C:]
-        m, s = X.mean(axis=1, keepdims=True), X.std(axis=1, keepdims=True) + 1e-8
-        X1 = np.hstack([(X - m) / s, np.ones((len(X), 1))])
-        W = np.linalg.solve(X1.T @ X1 + lam * np.eye(C + 1), X1.T @ ((Y - m) / s))
-        ctx = hist[-C:]
-        f = np.append((ctx - ctx.mean()) / (ctx.std() + 1e-8), 1.0) @ W * (ctx.std() + 1e-8) + ctx.mean()
-        return np.mean(np.abs(y[len(hist):] - f)) / np.mean(np.abs(hist[M:] - hist[:-M]))
-
     short = [y for y in histories if len(y) == 700]
-    assert np.mean([local(y, 100.0) for y in short]) < np.mean([local(y, 1.0) for y in short])
+    assert (np.mean([local_direct_mase(y, 48, lam=100.0) for y in short])
+            < np.mean([local_direct_mase(y, 48, lam=1.0) for y in short]))
