@@ -7,10 +7,11 @@ notebooks. An edit belongs on the source notebook instead: ``book_source_branch`
 the context that pydata-sphinx-theme's edit URL reads. The repository and issue buttons need no
 branch; all three come from the one ``repository.url``.
 
-The download menu hands out what a reader can use: the page's Colab notebook and its student
+The download menu hands out what a reader can use: the page's Colab notebook (not on a site
+built without solutions, ``book_solutions = "hidden"``: it carries them) and its student
 notebook (``tools/book.py`` copies ``_build/colab`` and ``_build/student`` into the site's
 ``_editions/`` after writing them) and the whole Part as a PDF when ``make pdf`` has built one
-(``book_pdf``; copied at the end of the build). The theme's own menu offered the page's MyST
+(``book_pdf``; copied at the end of the build; empty on a site without solutions). The theme's own menu offered the page's MyST
 source twice, as ".ipynb" and as the source file (raw glue roles and directives, a first cell
 that refuses to run in Colab), and a ".pdf" that was the browser's print of one page; the
 sources are no longer copied into the site at all (``html_copy_source: false``).
@@ -40,9 +41,10 @@ def _downloads(app, pagename, templatename, context, doctree):
     items = []
     if pagename.startswith("chapters/"):
         stem = pagename.split("/", 1)[1]
-        items.append(_link(pathto(f"{EDITIONS}/colab/{stem}.ipynb", 1), "Colab notebook (.ipynb)",
-                           "This section as a plain notebook: numbers of this build, solutions folded",
-                           "fas fa-code", "download-colab-button"))
+        if app.config.book_solutions != "hidden":
+                items.append(_link(pathto(f"{EDITIONS}/colab/{stem}.ipynb", 1), "Colab notebook (.ipynb)",
+                               "This section as a plain notebook: numbers of this build, solutions folded",
+                               "fas fa-code", "download-colab-button"))
         items.append(_link(pathto(f"{EDITIONS}/student/{stem}.ipynb", 1), "Student notebook (.ipynb)",
                            "This section's exercises without their solutions", "fas fa-user-graduate",
                            "download-student-button"))
@@ -67,6 +69,7 @@ def _copy_pdf(app, exception):
 def setup(app):
     app.add_config_value("book_source_branch", "main", "html")
     app.add_config_value("book_pdf", "", "html")
+    app.add_config_value("book_solutions", "shown", "html")
     # after sphinx-book-theme's header buttons (html-page-context, priority 501)
     app.connect("html-page-context", _downloads, priority=600)
     app.connect("build-finished", _copy_pdf)

@@ -87,10 +87,11 @@ def test_doc_links_go_to_the_published_page_titled_as_the_site_titles_it(ctx):
         md("{doc}`14_00_nowhere`", ctx)
 
 
-def test_ref_numref_and_eq_use_the_sites_labels_and_numbers(ctx):
+def test_ref_numref_and_eq_use_the_sites_labels_and_numbers_and_stay_in_their_own_notebook(ctx):
+    """A target on another page links to the site; one in this notebook links to its anchor here."""
     assert md("{ref}`sec-rnn`", ctx) == "[The RNN](https://org.github.io/book/chapters/14_46_recurrent_networks.html#sec-rnn)"
-    assert md("{numref}`fig-loss`", ctx) == "[Fig. 14.99.2](https://org.github.io/book/chapters/14_99_test.html#fig-loss)"
-    assert md("{numref}`Figure %s <fig-loss>`", ctx).startswith("[Figure 14.99.2](")
+    assert md("{numref}`fig-loss`", ctx) == "[Fig. 14.99.2](#fig-loss)"
+    assert md("{numref}`Figure %s <fig-loss>`", ctx) == "[Figure 14.99.2](#fig-loss)"
     assert md("{eq}`eq-sdpa`", ctx).startswith("[(3)](")
     with pytest.raises(UnknownConstruct, match="label 'fig-none'"):
         md("{numref}`fig-none`", ctx)
@@ -127,8 +128,8 @@ def test_other_admonitions_become_block_quotes_headed_by_their_title(ctx):
 
 
 def test_targets_equation_labels_and_math_fences_become_plain_markdown(ctx):
-    assert md("(sec-x)=\n## Heading\n", ctx) == '<a id="sec-x"></a>\n\n## Heading\n'
-    assert md("$$\nQK^T\n$$ (eq-sdpa)\n", ctx) == "$$\nQK^T \\tag{3}\n$$\n"
+    assert md("(sec-x)=\n## Heading\n", ctx) == '<a id="sec-x" name="sec-x"></a>\n\n## Heading\n'
+    assert md("$$\nQK^T\n$$ (eq-sdpa)\n", ctx) == '<a id="eq-sdpa" name="eq-sdpa"></a>\n\n$$\nQK^T \\tag{3}\n$$\n'
     assert md("```{math}\na = b\n```\n", ctx) == "$$\na = b\n$$\n"
     assert md("% an author's note\nText.\n", ctx) == "Text.\n"
 
@@ -168,7 +169,7 @@ def test_notebook_cells_setup_hidden_solution_code_figures_and_student_edition(c
         code("from helpers.book import glue", "remove-cell"),
         code("fig.show()", "hide-input", mystnb={"figure": {"caption": "Loss after {glue:text}`n:,` steps.",
                                                              "name": "fig-loss"}}),
-        code("fig2.show()", "skip-execution"),
+        code("# The same figure in plotly (shown, not executed)\nfig2.show()", "skip-execution"),
         nbformat.v4.new_markdown_cell("## Exercises\n\n1. **(Code.)** Do it.\n\n" + SOLUTION),
         code("answer = 42", "hide-cell"),
     )
@@ -178,9 +179,13 @@ def test_notebook_cells_setup_hidden_solution_code_figures_and_student_edition(c
     assert 'raise RuntimeError("source")' not in "".join(c.source for c in nb.cells)  # the source's placeholder is gone
     assert title.source.endswith("MASE 0.12.")
     assert helpers_cell.metadata["jupyter"]["source_hidden"] and helpers_cell.source.endswith("from helpers.book import glue")
+    assert not helpers_cell.source.startswith("# @title Set-up")  # only the first cell is the set-up
     assert figure.metadata["cellView"] == "form" and figure.source.endswith("fig.show()")
-    assert caption.cell_type == "markdown" and caption.source == '<a id="fig-loss"></a>**Fig. 14.99.2.** Loss after 12,345 steps.'
-    assert "tags" not in plotly.metadata  # Colab runs every cell
+    assert caption.cell_type == "markdown" and caption.source == '<a id="fig-loss" name="fig-loss"></a>**Fig. 14.99.2.** Loss after 12,345 steps.'
+    # the site shows the plotly twin without running it; Colab's "Run all" must not run it either
+    assert plotly.cell_type == "markdown" and plotly.source == (
+        "**The same figure in plotly.** Not run with the notebook; to try it, paste it into a new code cell:"
+        "\n\n```python\nfig2.show()\n```")
     assert "<details>" in exercises.source
     assert solution_code.metadata["cellView"] == "form" and solution_code.metadata["jupyter"]["source_hidden"]
     assert solution_code.source.splitlines()[0].startswith("# @title") and solution_code.source.endswith("answer = 42")
@@ -284,7 +289,7 @@ def editions(book_ctx, tmp_path_factory):
 
 @pytest.mark.parametrize("path", source_notebooks(), ids=lambda p: p.stem)
 def test_the_colab_edition_has_no_myst_left_and_shows_the_builds_values(path, editions, book_ctx):
-    from tools.colab_sim import leftover_myst
+    from tools.colab_sim import edition_problems, leftover_myst
 
     nb = json.loads((editions / "colab" / "chapters" / path.name).read_text())
     assert leftover_myst(nb) == []
@@ -296,10 +301,17 @@ def test_the_colab_edition_has_no_myst_left_and_shows_the_builds_values(path, ed
     for cell in src_cells:
         for key, spec in re.findall(r"\{glue:text\}`([A-Za-z_]\w*):?([^`]*)`", "".join(cell["source"])):
             assert colab._escape(format_plain_text(glued[key], spec)) in prose, key
-    code_src = [("".join(c["source"])) for c in src_cells[1:] if c["cell_type"] == "code"]
+    runs = lambda c: c["cell_type"] == "code" and "skip-execution" not in c["metadata"].get("tags", [])
+    code_src = [("".join(c["source"])) for c in src_cells[1:] if runs(c)]
     code_out = ["".join(c["source"]) for c in nb["cells"][1:] if c["cell_type"] == "code"]
     assert [re.sub(r"^# @title .*\n", "", s) for s in code_out] == code_src  # every code cell, unchanged, in order
     assert nb["cells"][0]["metadata"]["tags"] == [colab.SETUP_TAG]
+    # the cells the site shows without running are there to read, as code blocks, not as cells that run
+    shown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    for c in src_cells:
+        if c["cell_type"] == "code" and not runs(c):
+            assert "```python\n" + "".join(c["source"]).split("\n", 1)[1].strip("\n") + "\n```" in shown
+    assert edition_problems(nb, book_ctx.page(f"chapters/{path.stem}")) == []
 
 
 @pytest.mark.parametrize("path", source_notebooks(), ids=lambda p: p.stem)
@@ -378,8 +390,8 @@ def test_a_site_rendered_without_solutions_shows_the_prompts_and_no_solution(tmp
     shutil.copy2(hidden / "chapters" / name, site / "chapters" / name)
     for item in ("_config.yml", "references.bib"):
         shutil.copy2(hidden / item, site / item)
-    shutil.copytree(hidden / "_ext", site / "_ext")
-    shutil.copytree(hidden / "_assets", site / "_assets")
+    shutil.copytree(ROOT / "_ext", site / "_ext")  # this checkout's, as the next build stages them
+    shutil.copytree(ROOT / "_assets", site / "_assets")
     (site / "_toc.yml").write_text(f"format: jb-book\nroot: chapters/{Path(name).stem}\n")
     jb = Path(sys.executable).with_name("jupyter-book")
     subprocess.run([str(jb), "build", str(site), "--path-output", str(tmp_path), "-q"], check=True,
@@ -388,6 +400,14 @@ def test_a_site_rendered_without_solutions_shows_the_prompts_and_no_solution(tmp
     text = re.sub(r"<[^>]+>", "", page)
     assert "Exercises" in text and "(Classify.)" in text and "(Derive.)" in text
     assert "Solution 1" not in text and "Solution 2" not in text
+    # what such a site hands out carries no solutions either: the launch button opens the student
+    # edition's branch, and the download menu offers the student notebook only (no Colab notebook, no PDF)
+    stem = Path(name).stem
+    menu = page.split('class="dropdown dropdown-download-buttons"', 1)[1].split("</ul>", 1)[0]
+    assert re.findall(r'href="([^"]+)"', menu) == [f"../_editions/student/{stem}.ipynb"]
+    branches = colab.edition_branches(colab.book_config())
+    launch = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', page)
+    assert launch and all(f"/blob/{branches['student']}/chapters/{stem}.ipynb" in u for u in launch), launch
 
 
 def test_author_year_labels_from_the_bib_agree_with_the_sites_citations(book_ctx):

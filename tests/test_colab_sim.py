@@ -88,6 +88,24 @@ def test_leftover_myst_finds_raw_markup():
     assert len(found) == 2 and found[0].startswith("cell 0") and found[1].startswith("cell 1")
 
 
+def test_edition_problems_finds_a_second_set_up_cell_a_twin_that_runs_and_links_that_leave_or_dangle():
+    page = "https://org.github.io/book/chapters/14_99_test.html"
+    cell = lambda kind, src, **meta: {"cell_type": kind, "source": [src], "metadata": meta}
+    clean = {"cells": [cell("code", "# @title Set-up: fetch the book (run me first)\n"),
+                       cell("markdown", '<a id="fig-a" name="fig-a"></a>**Fig. 1.** A.'),
+                       cell("code", "# @title Numbers the text quotes (x)\nglue('x', 1)"),
+                       cell("markdown", "See [Fig. 1](#fig-a) and [§14.46](https://org.github.io/book/chapters/14_46.html).")]}
+    assert colab_sim.edition_problems(clean, page) == []
+    noisy = {"cells": [*clean["cells"],
+                       cell("code", "# @title Set-up (double-click to show)\nglue('y', 2)"),
+                       cell("code", "# The same figure in plotly (shown, not executed)\nfig.show()"),
+                       cell("markdown", "See [Fig. 2](#fig-b) and [Fig. 1](" + page + "#fig-a).")]}
+    found = colab_sim.edition_problems(noisy, page)
+    assert [f.split(":")[0] for f in found] == ["cell 4", "cell 5", "cell 6", "cell 6"]
+    assert "second cell titled" in found[0] and "does not run" in found[1]
+    assert "#fig-b" in found[2] and "own page" in found[3]
+
+
 def test_the_pins_are_colabs_with_the_runtimes_torch():
     listed = [l for l in colab_sim.PREINSTALLED.read_text().splitlines() if l and not l.startswith("#")]
     for runtime, torch in (("3.13", "torch==2.11.0"), ("host", "torch==2.13.0")):

@@ -56,6 +56,24 @@ def test_the_workflow_runs_on_a_tag_builds_tests_deploys_and_publishes():
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in flow["jobs"]["deploy"]["steps"])
 
 
+def test_the_publish_command_pushes_both_editions_to_their_branches(tmp_path, monkeypatch):
+    """`tools/colab.py --publish REMOTE`, the workflow's step: the Colab edition to edition.colab_branch
+    and the student edition (what a site without solutions launches) to edition.student_branch."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    for edition in colab.EDITIONS:
+        (tmp_path / edition / "chapters").mkdir(parents=True)
+        (tmp_path / edition / "chapters" / "14_45_a.ipynb").write_text(f'{{"edition": "{edition}"}}')
+    monkeypatch.setattr(colab, "BUILD", tmp_path)
+    assert colab.main(["--publish", remote.as_uri(), "--message", "edition v1"]) == 0
+    branches = colab.edition_branches(colab.book_config())
+    for edition, branch in branches.items():
+        shown = subprocess.run(["git", "--git-dir", str(remote), "show", f"{branch}:chapters/14_45_a.ipynb"],
+                               capture_output=True, text=True, check=True).stdout
+        assert shown == f'{{"edition": "{edition}"}}'
+    assert branches == {"colab": "colab", "student": "student"}
+
+
 def test_publish_pushes_the_edition_to_the_colab_branch_keeping_its_history(tmp_path):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)

@@ -288,7 +288,7 @@ def heavy_sections_markdown(root: Path = ROOT) -> str:
     return f"{listed}; the times are what retraining took{where}"
 
 
-def staged_config(config: dict) -> dict:
+def staged_config(config: dict, solutions: str = "shown") -> dict:
     """The ``_config.yml`` Jupyter Book renders, from the book's own one.
 
     The repository URL and the Colab edition's branch are defined once (``repository.url``,
@@ -301,6 +301,10 @@ def staged_config(config: dict) -> dict:
     replaces the whole dict, so they are copied here. The edit button opens the source notebook on
     ``repository.branch`` (``book_source_branch``, read by ``_ext/book_header.py``), not on the
     Colab branch the launch buttons need.
+
+    ``solutions="hidden"`` (a term in progress): the launch buttons open the student edition
+    (``edition.student_branch``), and the download menu offers neither the Colab notebook nor the
+    PDF, which both carry the solutions.
     """
     import copy
 
@@ -309,7 +313,10 @@ def staged_config(config: dict) -> dict:
     sphinx_config = staged.setdefault("sphinx", {}).setdefault("config", {})
     theme = sphinx_config.setdefault("html_theme_options", {})
     theme["repository_url"] = staged["repository"]["url"].rstrip("/")
-    theme["repository_branch"] = edition.get("colab_branch", "colab")
+    if solutions not in ("shown", "hidden"):
+        raise ValueError(f"solutions must be 'shown' or 'hidden', got {solutions!r}")
+    hidden = solutions == "hidden"
+    theme["repository_branch"] = edition.get("student_branch", "student") if hidden else edition.get("colab_branch", "colab")
     theme["path_to_docs"] = ""
     for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
         if button in (staged.get("html") or {}):
@@ -317,7 +324,8 @@ def staged_config(config: dict) -> dict:
     sphinx_config["book_source_branch"] = staged["repository"].get("branch", "main")
     from tools.pdf import PDF  # the download menus offer it when `make pdf` has built it (_ext/book_header.py)
 
-    sphinx_config["book_pdf"] = str(PDF)
+    sphinx_config["book_pdf"] = "" if hidden else str(PDF)
+    sphinx_config["book_solutions"] = solutions
     sphinx_config["html_copy_source"] = False  # the raw MyST sources are not handed out (book_header.py)
     # intro.md names the heavy sections through a substitution made from the cache (heavy_sections)
     subs = sphinx_config.setdefault("myst_substitutions", {})
@@ -328,12 +336,12 @@ def staged_config(config: dict) -> dict:
     return staged
 
 
-def write_staged_config(path: Path) -> None:
+def write_staged_config(path: Path, solutions: str = "shown") -> None:
     import yaml
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     text = "# Written by tools/book.py from the book's _config.yml; edit that one.\n" + yaml.safe_dump(
-        staged_config(config), sort_keys=False, allow_unicode=True)
+        staged_config(config, solutions), sort_keys=False, allow_unicode=True)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
 
@@ -353,6 +361,7 @@ def stage_without_solutions() -> Path:
     for path in sorted((hidden / "chapters").glob("*.ipynb")):
         nb = nbformat.read(str(path), as_version=4)
         nbformat.write(strip_solutions(nb), str(path))
+    write_staged_config(hidden / "_config.yml", solutions="hidden")
     return hidden
 
 

@@ -136,6 +136,12 @@ def urls(config: dict[str, Any]) -> tuple[str, str, str]:
     return repo, site, branch
 
 
+def edition_branches(config: dict[str, Any]) -> dict[str, str]:
+    """Edition -> the branch ``--publish`` pushes it to (``edition.colab_branch``, ``edition.student_branch``)."""
+    edition = config.get("edition") or {}
+    return {"colab": edition.get("colab_branch", "colab"), "student": edition.get("student_branch", "student")}
+
+
 def edition_ref(root: Path = ROOT) -> str:
     """The tag at HEAD if there is one, else HEAD's commit: what the first cell fetches."""
     run = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
@@ -460,7 +466,8 @@ def _role(doc: _Doc, name: str, content: str) -> str:
         if target not in ctx.labels:
             raise UnknownConstruct(f"{doc.where}: {{{name}}}`{content}`: label {target!r} not found in the site")
         tdoc, anchor, title = ctx.labels[target]
-        url = ctx.page(tdoc, anchor)
+        # a target in this notebook is linked inside it (its anchor: `anchor_html`); others go to the site
+        url = f"#{target}" if tdoc == doc.docname else ctx.page(tdoc, anchor)
         if name == "ref":
             return f"[{text or title}]({url})"
         number = ctx.fignumbers.get(target)
@@ -481,6 +488,11 @@ def _normpath(path: str) -> str:
         elif p not in ("", "."):
             parts.append(p)
     return "/".join(parts)
+
+
+def anchor_html(name: str) -> str:
+    """The anchor a link ``#name`` inside a Colab notebook lands on (Jupyter follows ``id``, Colab ``name``)."""
+    return f'<a id="{name}" name="{name}"></a>'
 
 
 def _inline_plain(text: str) -> str:
@@ -572,11 +584,11 @@ def convert_markdown(src: str, doc: _Doc) -> str:
                 continue
             edits.append((start, end, _admonition(doc, tok.info, tok.content, indent)))
         elif tok.type == "myst_target":
-            edits.append((start, end, f'<a id="{tok.content}"></a>\n\n'))
+            edits.append((start, end, f"{anchor_html(tok.content)}\n\n"))
         elif tok.type == "math_block_label":
             number = doc.ctx.fignumbers.get(tok.info, "")
             tag = f" \\tag{{{number}}}" if number else ""
-            edits.append((start, end, f"$$\n{tok.content.strip()}{tag}\n$$\n"))
+            edits.append((start, end, f"{anchor_html(tok.info)}\n\n$$\n{tok.content.strip()}{tag}\n$$\n"))
         elif tok.type == "myst_line_comment":
             edits.append((start, end, ""))
         elif tok.type == "amsmath":
@@ -698,6 +710,32 @@ def strip_solutions(nb):
     return nb
 
 
+def glue_cell_title(src: str) -> str:
+    """The Colab title of a cell the site hides (``remove-cell``): what it computes for the text.
+
+    Only the first cell of a Colab notebook is called "Set-up" (the one a reader runs by hand); these
+    cells only glue the numbers that the prose quotes, so their title names those numbers.
+    """
+    names = list(dict.fromkeys(re.sub(r"\{[^}]*\}", "…", n) for n in re.findall(r"""\bglue\(\s*f?["']([^"']+)["']""", src)))
+    shown = ", ".join(names[:2]) + (f", … {len(names)} in all" if len(names) > 2 else "")
+    return f"Numbers the text quotes ({shown})" if names else "Numbers the text quotes"
+
+
+def not_executed_markdown(cell) -> nbformat.NotebookNode:
+    """A code cell the site shows but does not run (``skip-execution``: the plotly twin of a 2-D figure),
+    as a markdown cell holding its code, so that Colab's "Run all" does not draw the figure twice."""
+    lines = cell.source.splitlines()
+    lead = "This code is shown, not run"
+    if lines and lines[0].startswith("#"):
+        lead = re.sub(r"\s*\(shown, not executed\)\s*$", "", lines[0].lstrip("# ").strip()).rstrip(".")
+        lines = lines[1:]
+    code = "\n".join(lines).strip("\n")
+    md = nbformat.v4.new_markdown_cell(
+        f"**{lead}.** Not run with the notebook; to try it, paste it into a new code cell:\n\n```python\n{code}\n```")
+    md.id = cell.id
+    return md
+
+
 def _collapse(cell, title: str) -> None:
     """Collapse a code cell's source in Colab (a titled form) and Jupyter (source_hidden); it still runs."""
     src = cell.source
@@ -715,7 +753,7 @@ def _caption_cell(cell, ctx: Context, doc: _Doc):
     name = fig.get("name", "")
     number = ctx.fignumbers.get(name) if name else None
     label = ctx.numfig_format.get("figure", "Fig. %s").replace("%s", number) if number else "Figure"
-    anchor = f'<a id="{name}"></a>' if name else ""
+    anchor = anchor_html(name) if name else ""
     md = nbformat.v4.new_markdown_cell(f"{anchor}**{label}.** {convert_markdown(caption, doc).strip()}")
     md.id = f"{cell.id}-caption"[:64]
     return md
@@ -740,6 +778,9 @@ def convert_notebook(source: dict, ctx: Context, docname: str, edition: str = "c
             cell.source = convert_markdown(cell.source, doc).rstrip("\n")
             if not cell.source.strip():
                 continue
+        elif cell.cell_type == "code" and "skip-execution" in tags:
+            cells.append(not_executed_markdown(cell))
+            continue
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if "hide-cell" in tags:
@@ -747,11 +788,9 @@ def convert_notebook(source: dict, ctx: Context, docname: str, edition: str = "c
                     continue
                 _collapse(cell, "Solution code (double-click to show)")
             elif "remove-cell" in tags or "hide-input" in tags:
-                _collapse(cell, "Set-up (double-click to show)" if "remove-cell" in tags else "Show code")
-            tags = [t for t in tags if t != "skip-execution"]  # Colab runs every cell
-            cell.metadata["tags"] = tags
+                _collapse(cell, glue_cell_title(cell.source) if "remove-cell" in tags else "Show code")
             if not tags:
-                del cell.metadata["tags"]
+                cell.metadata.pop("tags", None)
         cells.append(cell)
         if cell.cell_type == "code":
             caption = _caption_cell(cell, ctx, doc)
@@ -818,14 +857,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ref", help="tag or commit the first cell fetches (default: tag at HEAD, else HEAD)")
     parser.add_argument("--publish", metavar="REMOTE",
-                        help="instead: push _build/colab to REMOTE's Colab branch (edition.colab_branch)")
+                        help="instead: push _build/colab and _build/student to REMOTE's edition branches "
+                             "(edition.colab_branch, edition.student_branch)")
     parser.add_argument("--message", default="Colab edition", help="commit message for --publish")
     args = parser.parse_args(argv)
     if args.publish:
-        branch = urls(book_config())[2]
-        if not (BUILD / "colab" / "chapters").is_dir():
-            parser.error("_build/colab/chapters missing: build the book first (make book)")
-        print(f"published {publish(BUILD / 'colab', args.publish, branch, args.message)[:12]} to {branch}")
+        branches = edition_branches(book_config())
+        missing = [e for e in EDITIONS if not (BUILD / e / "chapters").is_dir()]
+        if missing:
+            parser.error(f"_build/{missing[0]}/chapters missing: build the book first (make book)")
+        for edition in EDITIONS:  # the student branch is what a site without solutions launches
+            commit = publish(BUILD / edition, args.publish, branches[edition], f"{args.message} ({edition})")
+            print(f"published {commit[:12]} to {branches[edition]}")
         return 0
     written = write_editions(ref=args.ref)
     print(f"editions: {len(written) // len(EDITIONS)} notebooks each in "

@@ -34,6 +34,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -243,6 +244,35 @@ def leftover_myst(nb: dict) -> list[str]:
     return bad
 
 
+def edition_problems(nb: dict, own_page: str) -> list[str]:
+    """What makes a converted notebook noisy for a Colab reader; ``own_page`` is its page's site URL.
+
+    Only the first cell is a "Set-up" cell; no code cell is one the site shows without running (a plotly
+    twin would draw its figure a second time); every ``#anchor`` link lands on an anchor of the notebook,
+    and no link leaves the notebook for its own page on the site.
+    """
+    bad = []
+    anchors = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            anchors |= set(re.findall(r'<a id="([^"]+)" name="\1"></a>', "".join(cell["source"])))
+    for i, cell in enumerate(nb["cells"]):
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            title = re.match(r"# @title (.*)", src)
+            if i > 0 and title and title.group(1).lower().startswith("set-up"):
+                bad.append(f"cell {i}: a second cell titled {title.group(1)!r}")
+            if "skip-execution" in cell["metadata"].get("tags", []) or "(shown, not executed)" in src:
+                bad.append(f"cell {i}: a code cell the site does not run")
+            continue
+        for target in re.findall(r"\]\(#([^)\s]+)\)", src):
+            if target not in anchors:
+                bad.append(f"cell {i}: link to #{target}, which no anchor of the notebook carries")
+        if own_page in src:
+            bad.append(f"cell {i}: a link to this notebook's own page on the site ({own_page})")
+    return bad
+
+
 def run_notebook(path: str, python: str, home: str, jupyter_path: str, workdir: str, timeout: int = 900) -> Result:
     """Execute one Colab notebook with nbclient in the stand-in; a second set-up run must do nothing."""
     import nbformat
@@ -349,9 +379,11 @@ def simulate(only: str | None = None, jobs: int = 2, log=print, keep: bool = Fal
             f"{jobs} at a time")
         results, todo = [], []
         for p in written:
-            raw = leftover_myst(json.loads(p.read_text()))
-            if raw:
-                results.append(Result(p.name, 0.0, "raw MyST markup left: " + "; ".join(raw)))
+            nb = json.loads(p.read_text())
+            raw, noisy = leftover_myst(nb), edition_problems(nb, ctx.page(f"chapters/{p.stem}"))
+            if raw or noisy:
+                results.append(Result(p.name, 0.0, "; ".join((["raw MyST markup left: " + "; ".join(raw)] if raw else [])
+                                                              + noisy)))
             else:
                 todo.append({"notebook": seen(p), "home": seen(home), "work": seen(tmp / "work" / p.stem)})
         report = lambda r: log(f"{'ok    ' if not r.error else 'FAILED'} {r.notebook:<50} {r.seconds:6.1f} s  "
