@@ -243,10 +243,14 @@ def code_hash(code: Iterable[Any], config: dict[str, Any], kind: str | None = CO
         raise ValueError(f"unknown code key kind {kind!r}; this helpers.cache knows {CODE_HASH_KIND!r} "
                          f"and, to re-key old entries, {LEGACY_KINDS!r}")
     normalise = {CODE_HASH_KIND: normalised_source, "python-ast-v1": _normalised_source_v1}.get(kind)
+    return _digest([(label, normalise(text, label) if is_python and normalise is not None else text)
+                    for label, text, is_python in sorted(_source_of(item) for item in code)], config)
+
+
+def _digest(keyed: list[tuple[str, str]], config: dict[str, Any]) -> str:
+    """The key itself: SHA-256 over each (label, normalised text) in the order given, then ``config``'s JSON."""
     digest = hashlib.sha256()
-    for label, text, is_python in sorted(_source_of(item) for item in code):
-        if is_python and normalise is not None:
-            text = normalise(text, label)
+    for label, text in keyed:
         digest.update(label.encode() + b"\0" + text.encode() + b"\0")
     digest.update(json.dumps(config, sort_keys=True).encode())
     return digest.hexdigest()
@@ -385,6 +389,20 @@ def _stale_message(name: str, manifest: dict[str, Any], current: str) -> str:
     return f"{what}\n\n{reader}\n\nDeveloping the book: regenerate it with {_regenerate_hint(manifest, name)}"
 
 
+def _verify_files(name: str, manifest: dict[str, Any], cache_dir: Path | None) -> None:
+    """Raise ``CorruptCacheError`` unless every file of entry ``name`` matches its SHA-256 in ``manifest``."""
+    folder = Path(cache_dir or CACHE_DIR) / name
+    hint = _regenerate_hint(manifest, name)
+    for fname, expected in manifest.get("files", {}).items():
+        if not (folder / fname).is_file():
+            raise CorruptCacheError(f"cache/{name}/{fname} is missing: {hint}")
+        if sha256_of(folder / fname) != expected:
+            raise CorruptCacheError(
+                f"cache/{name}/{fname} does not match the SHA-256 in its manifest (corrupt or "
+                f"edited by hand). Restore it with `git checkout -- cache/{name}`, or regenerate: {hint}"
+            )
+
+
 def verify_cache(
     name: str, *, code: Iterable[Any], config: dict[str, Any], cache_dir: Path | None = None,
     follow_imports: bool = True,
@@ -396,17 +414,8 @@ def verify_cache(
     ``code`` is taken with the helpers modules it imports (``with_imports``), as ``save_cache``
     records it; ``follow_imports=False`` checks exactly the items given (for re-keying).
     """
-    folder = Path(cache_dir or CACHE_DIR) / name
     manifest = read_manifest(name, cache_dir)
-    hint = _regenerate_hint(manifest, name)
-    for fname, expected in manifest.get("files", {}).items():
-        if not (folder / fname).is_file():
-            raise CorruptCacheError(f"cache/{name}/{fname} is missing: {hint}")
-        if sha256_of(folder / fname) != expected:
-            raise CorruptCacheError(
-                f"cache/{name}/{fname} does not match the SHA-256 in its manifest (corrupt or "
-                f"edited by hand). Restore it with `git checkout -- cache/{name}`, or regenerate: {hint}"
-            )
+    _verify_files(name, manifest, cache_dir)
     code = list(code)
     if follow_imports and manifest.get("code_hash_kind") == CODE_HASH_KIND:
         code = with_imports(code)
