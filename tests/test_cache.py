@@ -473,13 +473,14 @@ def test_widen_key_adds_a_module_unchanged_since_a_commit_and_records_the_proof(
     config = {"steps": 1}
     cache.save_cache("demo", code=["helpers/forecasting.py"], config=config, wall_time_s=1.0, regenerate="demo",
                      cache_dir=tmp_path)
+    saved = cache.read_manifest("demo", tmp_path)["code"]        # forecasting.py and what it imports (checks.py)
+    assert "helpers/sampling.py" not in saved
     manifest = cache.widen_key("demo", ["helpers/sampling.py"], since="HEAD", cache_dir=tmp_path)
-    assert manifest["code"] == ["helpers/forecasting.py", "helpers/sampling.py"]
+    assert manifest["code"] == sorted([*saved, "helpers/sampling.py"])
     assert manifest["key_history"][-1]["proof"] == ("fresh under its recorded key; helpers/sampling.py unchanged "
                                                     "since commit HEAD, which committed the entry (normalised "
                                                     "sources equal)")
-    cache.verify_cache("demo", code=["helpers/forecasting.py", "helpers/sampling.py"], config=config,
-                       cache_dir=tmp_path)
+    cache.verify_cache("demo", code=[*saved, "helpers/sampling.py"], config=config, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="cannot read helpers/no_such_module.py at commit"):
         new = cache.REPO_ROOT / "helpers" / "no_such_module.py"
         new.write_text("x = 1\n")
