@@ -899,6 +899,9 @@ def main(argv: list[str] | None = None) -> int:
         manifest = (rekey(args.name, regenerate=args.regenerate) if args.command == "rekey"
                     else widen_key(args.name, args.modules, since=args.since) if args.command == "widen"
                     else rekey_over_guards(args.name, since=args.since))
+        if manifest["code_hash"] == old and args.command != "rekey":
+            print(f"cache/{args.name}: code_hash {old[:12]} is already the key of the current code; nothing to do")
+            return 0
         print(f"cache/{args.name}: code_hash {old[:12]} -> {manifest['code_hash'][:12]} ({CODE_HASH_KIND}); "
               f"proof: {manifest.get('key_history', [{}])[-1].get('proof', 'nothing changed')}")
         return 0

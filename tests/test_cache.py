@@ -639,6 +639,8 @@ def test_rekey_over_guards_from_the_command_line(tmp_path, monkeypatch, capsys):
     assert cache.main(["rekey-guards", "demo", "--since", "HEAD"]) == 0
     assert "proof: intact, and its recorded key equals the key of its code at commit" in capsys.readouterr().out
     assert cache.main(["check", "demo"]) == 0
+    assert cache.main(["rekey-guards", "demo", "--since", "HEAD"]) == 0       # again: nothing to do, nothing written
+    assert "is already the key of the current code; nothing to do" in capsys.readouterr().out
 
 
 def test_the_item_tree_of_a_function_is_the_tree_its_key_hashes():
