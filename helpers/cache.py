@@ -792,6 +792,8 @@ def rekey_over_guards(name: str, *, since: str, cache_dir: Path | None = None) -
                          f"`python -m helpers.cache rekey {name}` first")
     _verify_files(name, manifest, cache_dir)
     code, config = manifest["code"], manifest["config"]
+    if code_hash(code, config) == manifest["code_hash"]:
+        return manifest                   # fresh already (say, re-keyed before): nothing to prove or record
     files = {label: _path_of(label) for label in code}
     commit = _git(files[code[0]].parent if code else REPO_ROOT, "rev-parse", "--verify", f"{since}^{{commit}}").strip()
     old_text, new_text = {}, {}
@@ -861,8 +863,6 @@ def rekey_over_guards(name: str, *, since: str, cache_dir: Path | None = None) -
     # 3. record the new key and the proof
     old_key = manifest["code_hash"]
     manifest["code_hash"] = code_hash(code, config)
-    if manifest["code_hash"] == old_key:
-        return manifest
     _record_key_change(manifest, change=f"key moved over guard statements added since commit {commit}",
                        old_key=old_key, new_key=manifest["code_hash"], since=commit,
                        proof=f"intact, and its recorded key equals the key of its code at commit {commit}; "
