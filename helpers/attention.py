@@ -65,6 +65,9 @@ def _check_qkv(q, k, v, mask) -> None:
         if not isinstance(t, torch.Tensor) or t.dim() < 2:
             shape = _shape(t) if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(f"{name} must be a tensor of shape (..., T, d) with at least 2 dimensions, got {shape}")
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"{name} must be a floating-point tensor (attention takes a softmax of q kᵀ / √d_k), "
+                             f"got {t.dtype}; convert it with {name}.float()")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same last dimension d_k: q has shape {_shape(q)} (d_k={q.shape[-1]}), "

@@ -21,8 +21,10 @@ cache written under Python 3.11 is fresh under Colab's 3.13 (``ast.dump``, which
 ``python-ast-v1`` key hashed, differs between the two). ``python -m helpers.cache rekey NAME``
 moves an entry with an older key to the current one after checking that the old key still
 matches; ``python -m helpers.cache widen NAME FILE --since COMMIT`` adds a module the key
-left out, after checking that it has not changed since the entry was committed. Both keep
-their proof in the manifest's ``key_history``.
+left out, after checking that it has not changed since the entry was committed;
+``python -m helpers.cache rekey-guards NAME --since COMMIT`` moves an entry's key over argument checks
+added since a commit under which it was fresh, after checking that nothing else changed
+(``rekey_over_guards``). All three keep their proof in the manifest's ``key_history``.
 """
 
 from __future__ import annotations
@@ -243,10 +245,14 @@ def code_hash(code: Iterable[Any], config: dict[str, Any], kind: str | None = CO
         raise ValueError(f"unknown code key kind {kind!r}; this helpers.cache knows {CODE_HASH_KIND!r} "
                          f"and, to re-key old entries, {LEGACY_KINDS!r}")
     normalise = {CODE_HASH_KIND: normalised_source, "python-ast-v1": _normalised_source_v1}.get(kind)
+    return _digest([(label, normalise(text, label) if is_python and normalise is not None else text)
+                    for label, text, is_python in sorted(_source_of(item) for item in code)], config)
+
+
+def _digest(keyed: list[tuple[str, str]], config: dict[str, Any]) -> str:
+    """The key itself: SHA-256 over each (label, normalised text) in the order given, then ``config``'s JSON."""
     digest = hashlib.sha256()
-    for label, text, is_python in sorted(_source_of(item) for item in code):
-        if is_python and normalise is not None:
-            text = normalise(text, label)
+    for label, text in keyed:
         digest.update(label.encode() + b"\0" + text.encode() + b"\0")
     digest.update(json.dumps(config, sort_keys=True).encode())
     return digest.hexdigest()
@@ -385,6 +391,20 @@ def _stale_message(name: str, manifest: dict[str, Any], current: str) -> str:
     return f"{what}\n\n{reader}\n\nDeveloping the book: regenerate it with {_regenerate_hint(manifest, name)}"
 
 
+def _verify_files(name: str, manifest: dict[str, Any], cache_dir: Path | None) -> None:
+    """Raise ``CorruptCacheError`` unless every file of entry ``name`` matches its SHA-256 in ``manifest``."""
+    folder = Path(cache_dir or CACHE_DIR) / name
+    hint = _regenerate_hint(manifest, name)
+    for fname, expected in manifest.get("files", {}).items():
+        if not (folder / fname).is_file():
+            raise CorruptCacheError(f"cache/{name}/{fname} is missing: {hint}")
+        if sha256_of(folder / fname) != expected:
+            raise CorruptCacheError(
+                f"cache/{name}/{fname} does not match the SHA-256 in its manifest (corrupt or "
+                f"edited by hand). Restore it with `git checkout -- cache/{name}`, or regenerate: {hint}"
+            )
+
+
 def verify_cache(
     name: str, *, code: Iterable[Any], config: dict[str, Any], cache_dir: Path | None = None,
     follow_imports: bool = True,
@@ -396,17 +416,8 @@ def verify_cache(
     ``code`` is taken with the helpers modules it imports (``with_imports``), as ``save_cache``
     records it; ``follow_imports=False`` checks exactly the items given (for re-keying).
     """
-    folder = Path(cache_dir or CACHE_DIR) / name
     manifest = read_manifest(name, cache_dir)
-    hint = _regenerate_hint(manifest, name)
-    for fname, expected in manifest.get("files", {}).items():
-        if not (folder / fname).is_file():
-            raise CorruptCacheError(f"cache/{name}/{fname} is missing: {hint}")
-        if sha256_of(folder / fname) != expected:
-            raise CorruptCacheError(
-                f"cache/{name}/{fname} does not match the SHA-256 in its manifest (corrupt or "
-                f"edited by hand). Restore it with `git checkout -- cache/{name}`, or regenerate: {hint}"
-            )
+    _verify_files(name, manifest, cache_dir)
     code = list(code)
     if follow_imports and manifest.get("code_hash_kind") == CODE_HASH_KIND:
         code = with_imports(code)
@@ -554,6 +565,312 @@ def narrow_key(name: str, code: Iterable[Any], *, cache_dir: Path | None = None)
     return manifest
 
 
+# ------------------------------------------------------------------ re-keying over argument checks added since a commit
+
+#: The module whose functions a guard statement may call, and builtins a guard's condition may call: they read
+#: their arguments and return or raise, nothing else.
+CHECKS_FILE = REPO_ROOT / "helpers" / "checks.py"
+READ_ONLY_BUILTINS = frozenset({"isinstance", "issubclass", "len", "min", "max", "abs", "all", "any", "type",
+                                "callable", "bool", "int", "float", "str", "repr", "tuple", "list", "sorted",
+                                "round"})
+GUARD_ERRORS = frozenset({"ValueError", "TypeError"})
+GUARD_RULE = ("removing from both versions only guard statements: `if` statements without `else` whose body is "
+              "one `raise` of ValueError or TypeError, bare calls of read-only helpers.checks functions, imports "
+              "of helpers.checks whose names the old code did not use, and new helpers.checks functions the old "
+              "code did not name; every condition and argument read-only (no walrus, lambda, yield or await, "
+              "calls only of read-only builtins)")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError as err:
+        raise ValueError(f"git {' '.join(args)} failed in {cwd}: {err.stderr.strip()}") from None
+
+
+def _path_of(label: str) -> Path:
+    """The file, as an absolute path, that holds the source of the code item ``label``."""
+    path = Path(_file_of(label))
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+def _is_file_label(label: str) -> bool:
+    return label.endswith(".py") or "/" in label
+
+
+def _item_tree(label: str, file_text: str) -> ast.Module:
+    """The syntax tree that ``code_hash`` hashes for ``label``, from the text of the file that holds it:
+    the whole file, or, for a function or class named ``module.Qualified.name``, a module of that one node."""
+    tree = _parse(file_text, label)
+    if _is_file_label(label):
+        return tree
+    module = _file_of(label).removesuffix(".py").replace("/", ".")
+    node: Any = tree
+    for part in label.removeprefix(module + ".").split("."):
+        found = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and n.name == part]
+        if not found:
+            raise ValueError(f"{label}: no function or class {part!r} in that version of {_file_of(label)}")
+        node = found[-1]          # a later definition wins, as at import
+    return ast.Module(body=[node], type_ignores=[])
+
+
+def _bound_names(tree: ast.AST, skip: tuple = ()) -> set[str]:
+    """Every name ``tree`` binds (assignments, arguments, definitions, imports, handlers), except by ``skip``."""
+    bound = set()
+    for node in ast.walk(tree):
+        if node in skip:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not any(node is s for s in skip):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound
+
+
+def _checks_import(stmt: ast.stmt, file: Path) -> dict[str, str] | None:
+    """{local name: ``"*module*"`` or a helpers.checks function} that ``stmt`` binds, if it imports helpers.checks only."""
+    if not isinstance(stmt, ast.ImportFrom) or any(a.name == "*" for a in stmt.names):
+        return None
+    package = ("helpers" if stmt.level == 1 and file.resolve().parent == CHECKS_FILE.resolve().parent
+               else None if stmt.level else "")
+    if package is None:
+        return None
+    base = ".".join(filter(None, [package, stmt.module]))
+    if base == "helpers.checks":
+        return {a.asname or a.name: a.name for a in stmt.names}
+    if base == "helpers" and all(a.name == "checks" for a in stmt.names):
+        return {a.asname or a.name: "*module*" for a in stmt.names}
+    return None
+
+
+def _read_only(node: ast.AST, builtins: set[str]) -> bool:
+    """Whether evaluating expression ``node`` only reads: no walrus, lambda, yield or await, and no call but of
+    ``builtins``. (Attribute reads, indexing, iteration, comparison and arithmetic on the values are taken as
+    reads; they are, on the lists, arrays, tensors and numbers that the helpers' arguments are.)"""
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.NamedExpr, ast.Lambda, ast.Yield, ast.YieldFrom, ast.Await)):
+            return False
+        if isinstance(sub, ast.Call) and not (isinstance(sub.func, ast.Name) and sub.func.id in builtins):
+            return False
+    return True
+
+
+def _read_only_function(fn: ast.AST, builtins: set[str], errors: frozenset) -> bool:
+    """A function whose body (docstring aside) is only guard ``if`` statements and one final read-only ``return``."""
+    if not isinstance(fn, ast.FunctionDef):
+        return False
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return (not fn.decorator_list and bool(body)
+            and isinstance(body[-1], ast.Return) and (body[-1].value is None or _read_only(body[-1].value, builtins))
+            and all(_guard_if(s, builtins, errors) for s in body[:-1]))
+
+
+def _guard_if(stmt: ast.stmt, builtins: set[str], errors: frozenset = GUARD_ERRORS) -> bool:
+    """``if <read-only condition>: raise ValueError(...)`` (or TypeError), without ``else``."""
+    if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
+            and isinstance(stmt.body[0], ast.Raise) and _read_only(stmt.test, builtins)):
+        return False
+    exc = stmt.body[0].exc
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id in errors
+
+
+class _GuardContext:
+    """What decides, in one version of one file, which statements are guards."""
+
+    def __init__(self, file: Path, file_tree: ast.Module, checks_tree: ast.Module):
+        imports = [(s, _checks_import(s, file)) for s in file_tree.body]
+        self.imports = [s for s, names in imports if names]
+        names = {k: v for _, n in imports if n for k, v in n.items()}
+        other = _bound_names(file_tree, skip=tuple(self.imports))
+        self.builtins = set(READ_ONLY_BUILTINS) - other
+        self.errors = GUARD_ERRORS - other
+        checks_bound = _bound_names(checks_tree)
+        self.read_only_checks = {f.name for f in checks_tree.body if _read_only_function(
+            f, set(READ_ONLY_BUILTINS) - checks_bound, GUARD_ERRORS - checks_bound)}
+        self.imported = {k: v for k, v in names.items()}       # what the helpers.checks imports bind
+        self.trusted = {k: v for k, v in names.items() if k not in other}   # ... and nothing else rebinds
+
+    def guard_call(self, stmt: ast.stmt) -> bool:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        call, func = stmt.value, stmt.value.func
+        if isinstance(func, ast.Name):
+            target = self.trusted.get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and self.trusted.get(func.value.id) == "*module*":
+            target = func.attr
+        else:
+            return False
+        return (target in self.read_only_checks
+                and all(_read_only(a, self.builtins) for a in [*call.args, *(k.value for k in call.keywords)]))
+
+    def is_guard(self, stmt: ast.stmt) -> bool:
+        return _guard_if(stmt, self.builtins, self.errors) or self.guard_call(stmt)
+
+
+def _without_guards(tree: ast.Module, ctx: _GuardContext, drop: tuple = ()) -> ast.Module:
+    """``tree`` with every guard statement removed from every statement list (a body left empty gets ``pass``),
+    and the module-level statements in ``drop`` (compared by their canonical form) removed too."""
+    dropped = {canonical_dump(s) for s in drop}
+    tree.body = [s for s in tree.body if canonical_dump(s) not in dropped]
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                kept = [s for s in stmts if not ctx.is_guard(s)]
+                setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+    return tree
+
+
+def _first_difference(old: list[ast.stmt], new: list[ast.stmt], prefix: str = "") -> str:
+    """The first function, class or statement in which two statement lists differ, for a refusal message."""
+    for i in range(max(len(old), len(new))):
+        a, b = (old[i] if i < len(old) else None), (new[i] if i < len(new) else None)
+        if a is not None and b is not None and canonical_dump(a) == canonical_dump(b):
+            continue
+        node = b if b is not None else a
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = f"{prefix}{node.name}"
+            same = isinstance(a, type(node)) and isinstance(b, type(node)) and a.name == b.name
+            if same and isinstance(node, ast.ClassDef) and canonical_dump(a.body) != canonical_dump(b.body):
+                inner = _first_difference(a.body, b.body, prefix=name + ".")
+                if not inner.startswith("the statement"):
+                    return inner
+            return f"{'function' if not isinstance(node, ast.ClassDef) else 'class'} {name}"
+        where = f"line {node.lineno} of the {'current' if b is not None else 'old'} version"
+        text = ast.unparse(node).splitlines()[0]
+        return f"the statement `{text[:60]}{'...' if len(text) > 60 else ''}` ({where})"
+    return "nothing"
+
+
+def rekey_over_guards(name: str, *, since: str, cache_dir: Path | None = None) -> dict[str, Any]:
+    """Move entry ``name``'s key to the current code when all that changed since commit ``since`` is argument checks.
+
+    For an entry made stale only by checks that raise on bad input: a run that did not raise computes the
+    same numbers with or without them. The proof, all of it mechanical:
+
+    1. the entry's files are intact and its recorded key equals the key of its code as it was at ``since``
+       (read with ``git show``), so ``since`` holds the code that produced it;
+    2. the current code still imports exactly the modules the key lists (``with_imports``), and every keyed
+       item's syntax tree now equals its tree at ``since`` once only *guard statements* are removed from both:
+
+       - an ``if`` with no ``else`` whose body is one ``raise`` of ``ValueError`` or ``TypeError`` (the
+         message is only built when raising);
+       - a bare call (its value unused) of a helpers.checks function that is read-only: its body is guard
+         ``if`` statements and one final ``return`` of a read-only expression (``check_int``, ``check_choice``);
+       - a module-level ``from .checks import ...`` / ``from . import checks`` whose names the old file did not use;
+       - in helpers/checks.py, a new top-level function that no keyed file named at ``since``;
+
+       where every condition, argument and returned value is *read-only*: no walrus, lambda, yield or await,
+       and no call but of builtins that only read (``READ_ONLY_BUILTINS``; attribute reads, indexing,
+       iteration and comparison on the arguments are taken as reads). A name rebound in the file (a local
+       ``checks``, a shadowed ``ValueError`` or ``len``) is not trusted, so its statements are not guards;
+    3. the new key, ``code_hash`` of the current code, is recorded with ``since`` (as a full commit) and this
+       rule in ``key_history``.
+
+    Anything else that differs is refused with the file and the first differing function. Returns the manifest.
+    """
+    manifest = read_manifest(name, cache_dir)
+    if manifest.get("code_hash_kind") != CODE_HASH_KIND:
+        raise ValueError(f"cache/{name} has a {manifest.get('code_hash_kind') or 'file bytes'} key: "
+                         f"`python -m helpers.cache rekey {name}` first")
+    _verify_files(name, manifest, cache_dir)
+    code, config = manifest["code"], manifest["config"]
+    if code_hash(code, config) == manifest["code_hash"]:
+        return manifest                   # fresh already (say, re-keyed before): nothing to prove or record
+    files = {label: _path_of(label) for label in code}
+    commit = _git(files[code[0]].parent if code else REPO_ROOT, "rev-parse", "--verify", f"{since}^{{commit}}").strip()
+    old_text, new_text = {}, {}
+    for path in sorted(set(files.values())):
+        try:
+            old_text[path] = _git(path.parent, "show", f"{commit}:./{path.name}")
+        except ValueError as err:
+            raise ValueError(f"cache/{name}: cannot read {path} at commit {since!r}: {err}") from None
+        new_text[path] = path.read_text(encoding="utf-8")
+
+    # 1. the code at `since` is the code that produced the entry
+    keyed_then = []
+    for label in sorted(code):
+        text = old_text[files[label]]
+        keyed_then.append((label, canonical_dump(_strip_docstrings(_item_tree(label, text)))
+                           if files[label].suffix == ".py" else text))
+    if _digest(keyed_then, config) != manifest["code_hash"]:
+        raise StaleCacheError(f"cache/{name}: its recorded key is not the key of its code at commit {since} "
+                              f"({commit[:12]}), so that commit is not the code that produced it; give the "
+                              f"commit that did (the one that committed the entry or a later one)")
+    if sorted(_source_of(c)[0] for c in with_imports(code)) != sorted(code):
+        raise ValueError(f"cache/{name}: the current code imports helpers modules its key does not list; "
+                         f"widen the key (python -m helpers.cache widen) before re-keying over guards")
+
+    # 2. only guard statements differ
+    # helpers.checks as each version had it; when the key does not cover it, no call of it can count as a guard
+    checks_file = next((p for p in files.values() if p.resolve() == CHECKS_FILE.resolve()), None)
+    checks = {v: _strip_docstrings(_parse(t[checks_file], str(checks_file)) if checks_file else ast.Module(body=[]))
+              for v, t in (("old", old_text), ("new", new_text))}
+    used_then = {}                        # every name each keyed file used at `since`
+    for path in set(files.values()):
+        if path.suffix == ".py":
+            used_then[path] = {node.id if isinstance(node, ast.Name) else node.attr
+                               if isinstance(node, ast.Attribute) else getattr(node, "name", None)
+                               for node in ast.walk(_parse(old_text[path], str(path)))}
+    old_names = set().union(*used_then.values())
+    old_checks_defs = {n.name for n in checks["old"].body if isinstance(n, ast.FunctionDef)}
+    new_checks_fns = tuple(n for n in checks["new"].body if isinstance(n, ast.FunctionDef)
+                           and n.name not in old_checks_defs and n.name not in old_names)
+    for label in sorted(code):
+        path = files[label]
+        if path.suffix != ".py":
+            if old_text[path] != new_text[path]:
+                raise ValueError(f"cache/{name}: {label} changed since {since} and is not Python: retrain instead")
+            continue
+        trees, contexts = {}, {}
+        for version, texts in (("old", old_text), ("new", new_text)):
+            contexts[version] = _GuardContext(path, _parse(texts[path], label), checks[version])
+        new_binds = set(contexts["new"].imported) - set(contexts["old"].imported)
+        reused = sorted(new_binds & used_then[path])
+        drop = {"old": tuple(contexts["old"].imports), "new": tuple(contexts["new"].imports)}
+        if reused:                        # a new import of a name the old file used: not a pure guard import
+            drop["new"] = tuple(s for s in drop["new"] if not set(_checks_import(s, path)) & set(reused))
+        if path.resolve() == CHECKS_FILE.resolve():
+            drop["new"] += new_checks_fns
+        if not _is_file_label(label):
+            drop = {"old": (), "new": ()}  # imports and new functions live in the file, outside this item
+        for version, texts in (("old", old_text), ("new", new_text)):
+            tree = _strip_docstrings(_item_tree(label, texts[path]))
+            trees[version] = _without_guards(tree, contexts[version], drop[version])
+        if canonical_dump(trees["old"]) != canonical_dump(trees["new"]):
+            where = _first_difference(trees["old"].body, trees["new"].body)
+            raise ValueError(f"cache/{name}: {label}: {where} differs from commit {since} by more than guard "
+                             f"statements (argument checks that only raise); the entry cannot be re-keyed over "
+                             f"it: retrain it instead")
+
+    # 3. record the new key and the proof
+    old_key = manifest["code_hash"]
+    manifest["code_hash"] = code_hash(code, config)
+    _record_key_change(manifest, change=f"key moved over guard statements added since commit {commit}",
+                       old_key=old_key, new_key=manifest["code_hash"], since=commit,
+                       proof=f"intact, and its recorded key equals the key of its code at commit {commit}; "
+                             f"every keyed item's syntax tree now equals the one at that commit after {GUARD_RULE}")
+    _write_manifest(name, manifest, cache_dir)
+    return manifest
+
+
 def _file_of(label: str) -> str:
     """The repository file that holds a code item's source, from its manifest label."""
     if label.endswith(".py") or "/" in label:
@@ -573,11 +890,18 @@ def main(argv: list[str] | None = None) -> int:
     widen.add_argument("name")
     widen.add_argument("modules", nargs="+", help="repository paths, e.g. helpers/attention.py")
     widen.add_argument("--since", required=True, help="the git commit that committed the entry")
+    guards = sub.add_parser("rekey-guards", help="move an entry's key over argument checks added since a commit")
+    guards.add_argument("name")
+    guards.add_argument("--since", required=True, help="a git commit under which the entry is fresh")
     args = parser.parse_args(argv)
-    if args.command in ("rekey", "widen"):
+    if args.command in ("rekey", "widen", "rekey-guards"):
         old = read_manifest(args.name)["code_hash"]
         manifest = (rekey(args.name, regenerate=args.regenerate) if args.command == "rekey"
-                    else widen_key(args.name, args.modules, since=args.since))
+                    else widen_key(args.name, args.modules, since=args.since) if args.command == "widen"
+                    else rekey_over_guards(args.name, since=args.since))
+        if manifest["code_hash"] == old and args.command != "rekey":
+            print(f"cache/{args.name}: code_hash {old[:12]} is already the key of the current code; nothing to do")
+            return 0
         print(f"cache/{args.name}: code_hash {old[:12]} -> {manifest['code_hash'][:12]} ({CODE_HASH_KIND}); "
               f"proof: {manifest.get('key_history', [{}])[-1].get('proof', 'nothing changed')}")
         return 0

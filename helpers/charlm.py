@@ -254,7 +254,8 @@ THROUGHPUT = {
 
 
 def budget_steps(kind: str, batch: int, seconds: float, throughput: dict = THROUGHPUT) -> int:
-    """The steps ``kind`` at ``batch`` trains in ``seconds`` at its measured throughput."""
+    """The steps ``kind`` at ``batch`` trains in ``seconds`` (> 0) at its measured throughput."""
+    checks.check_positive("seconds", seconds)
     rates = throughput["steps_per_s"].get(kind, {})
     if str(batch) not in rates:
         raise ValueError(f"no throughput measured for {kind} at batch {batch} (have {sorted(rates)}); "

@@ -41,6 +41,13 @@ def check_prob(name: str, value, *, allow_one: bool = False) -> float:
     return float(value)
 
 
+def check_positive(name: str, value) -> float:
+    """``value`` as a float if it is a finite number > 0; otherwise a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
 def check_optional_int(name: str, value, minimum: int) -> int | None:
     """None, or ``value`` checked by :func:`check_int`."""
     return None if value is None else check_int(name, value, minimum)

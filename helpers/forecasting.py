@@ -10,6 +10,8 @@ from typing import Iterator
 
 import numpy as np
 
+from .checks import check_int
+
 
 def _as_1d(name: str, values) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)
@@ -137,8 +139,9 @@ def naive2(y, horizon: int, m: int) -> np.ndarray:
     If ``seasonality_test`` finds seasonality at lag ``m``, divide by the classical
     multiplicative seasonal indices, repeat the last adjusted value, and multiply the
     future positions' indices back in; otherwise it is the plain naive forecast.
-    Returns an array of shape ``(horizon,)``.
+    Returns an array of shape ``(horizon,)``; ``horizon`` must be >= 1.
     """
+    check_int("horizon", horizon, 1)
     y = _as_1d("y", y)
     if not seasonality_test(y, m):
         return np.full(horizon, y[-1])

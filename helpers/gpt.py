@@ -117,6 +117,7 @@ def _check_forward(idx, targets, cache, cfg: GPTConfig, n_layers: int) -> None:
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """ALiBi's head slopes m_h = 2^(-8h/H), h = 1..H -> ``(H,)`` (as :func:`helpers.positional.alibi_bias`)."""
+    checks.check_int("n_heads", n_heads, 1)
     return 2.0 ** (-8.0 * torch.arange(1, n_heads + 1, dtype=torch.float64) / n_heads)
 
 

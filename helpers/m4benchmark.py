@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 
 from . import nbeats
+from .checks import check_int
 from .data import M4_HOURLY_HORIZON as H, M4_HOURLY_SEASONALITY as M, load_m4_hourly
 from .forecasting import mase, naive2, owa, smape
 
@@ -98,7 +99,17 @@ def load_series() -> tuple[list[str], list[np.ndarray], np.ndarray]:
 
 
 def split_at(histories: list[np.ndarray], test: np.ndarray, back: int) -> tuple[list[np.ndarray], np.ndarray]:
-    """(histories up to origin ``n - back``, the 48 values after it ``(S, H)``); back=0 is the test."""
+    """(histories up to origin ``n - back``, the 48 values after it ``(S, H)``); back=0 is the test.
+
+    ``back`` is 0 or lies in ``H .. n_min - 1`` (``n_min`` the shortest history): ``H`` values must follow the
+    origin and at least one precede it.
+    """
+    check_int("back", back, 0)
+    if back != 0 and not H <= back < min(len(y) for y in histories):
+        raise ValueError(f"back must be 0 (the test window) or from {H} to {min(len(y) for y in histories) - 1}, "
+                         f"got {back}: the origin must lie at least {H} hours before the end of the shortest "
+                         f"history, so that {H} actual values follow it, and leave at least one value before "
+                         f"it (the validation origins are {list(VALIDATION.values())})")
     if back == 0:
         return histories, test
     return [y[: len(y) - back] for y in histories], np.stack([y[len(y) - back: len(y) - back + H] for y in histories])

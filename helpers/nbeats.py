@@ -159,6 +159,12 @@ def smape_loss(pred: torch.Tensor, target: torch.Tensor, scale: torch.Tensor) ->
 
 def mase_loss(pred: torch.Tensor, target: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """MASE averaged over ``(B, H)``: absolute errors divided by each series' scale ``(B,)``."""
+    if pred.shape != target.shape or pred.ndim != 2:
+        raise ValueError(f"pred and target must have the same shape (B, H), got pred {tuple(pred.shape)} and "
+                         f"target {tuple(target.shape)}")
+    if scale.shape != pred.shape[:1]:
+        raise ValueError(f"scale must have shape (B,) = {tuple(pred.shape[:1])}, one scale per series, got "
+                         f"{tuple(scale.shape)}")
     return ((pred - target).abs() / scale[:, None]).mean()
 
 

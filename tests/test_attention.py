@@ -230,3 +230,20 @@ def test_multihead_errors():
         load_torch_mha_weights(mha, nn.MultiheadAttention(8, 4, bias=False))
     with pytest.raises(ValueError, match="bias mismatch"):
         load_torch_mha_weights(mha, nn.MultiheadAttention(8, 2, bias=True))
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_integer_tensors_are_refused_by_name(which):
+    """Before, torch's "expected scalar type Float but found Long" from inside the matmul."""
+    qkv = {name: torch.ones(2, 3, 4) for name in "qkv"}
+    qkv[which] = torch.ones(2, 3, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match=rf"{which} must be a floating-point tensor .*got torch.int64; "
+                                         rf"convert it with {which}.float\(\)"):
+        scaled_dot_product_attention(qkv["q"], qkv["k"], qkv["v"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_every_floating_point_dtype_is_accepted(dtype):
+    x = torch.ones(1, 2, 3, dtype=dtype)
+    out, weights = scaled_dot_product_attention(x, x, x)
+    assert out.dtype == dtype and torch.allclose(weights.double(), torch.full((1, 2, 2), 0.5, dtype=torch.float64))

@@ -473,13 +473,14 @@ def test_widen_key_adds_a_module_unchanged_since_a_commit_and_records_the_proof(
     config = {"steps": 1}
     cache.save_cache("demo", code=["helpers/forecasting.py"], config=config, wall_time_s=1.0, regenerate="demo",
                      cache_dir=tmp_path)
+    saved = cache.read_manifest("demo", tmp_path)["code"]        # forecasting.py and what it imports (checks.py)
+    assert "helpers/sampling.py" not in saved
     manifest = cache.widen_key("demo", ["helpers/sampling.py"], since="HEAD", cache_dir=tmp_path)
-    assert manifest["code"] == ["helpers/forecasting.py", "helpers/sampling.py"]
+    assert manifest["code"] == sorted([*saved, "helpers/sampling.py"])
     assert manifest["key_history"][-1]["proof"] == ("fresh under its recorded key; helpers/sampling.py unchanged "
                                                     "since commit HEAD, which committed the entry (normalised "
                                                     "sources equal)")
-    cache.verify_cache("demo", code=["helpers/forecasting.py", "helpers/sampling.py"], config=config,
-                       cache_dir=tmp_path)
+    cache.verify_cache("demo", code=[*saved, "helpers/sampling.py"], config=config, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="cannot read helpers/no_such_module.py at commit"):
         new = cache.REPO_ROOT / "helpers" / "no_such_module.py"
         new.write_text("x = 1\n")
@@ -487,3 +488,167 @@ def test_widen_key_adds_a_module_unchanged_since_a_commit_and_records_the_proof(
             cache.widen_key("demo", ["helpers/no_such_module.py"], since="HEAD", cache_dir=tmp_path)
         finally:
             new.unlink()
+
+
+# ------------------------------------------------------------------ re-keying over argument checks (rekey_over_guards)
+
+PRODUCER = '''"""A producer module."""
+
+import math
+
+from .checks import check_choice
+
+SCALE = 2.0
+
+
+def train(steps: int = 10, mode: str = "a") -> float:
+    """Train for ``steps`` steps."""
+    check_choice("mode", mode, ("a", "b"))
+    total = 0.0
+    for i in range(steps):
+        total += math.sqrt(i) * SCALE
+    return total
+'''
+#: the same producer with argument checks only: a new import of helpers.checks, a bare check_int call, guard
+#: `if`s (one inside the loop, one raising TypeError, one `raise ... from None`), a new docstring line
+GUARDED = PRODUCER.replace("from .checks import check_choice", "from .checks import check_choice, check_int").replace(
+    '''    """Train for ``steps`` steps."""
+''', '''    """Train for ``steps`` steps (>= 1)."""
+    check_int("steps", steps, 1)
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be a string, got {type(mode).__name__}")
+    if steps > 10 ** 6 or len(mode) != 1:
+        raise ValueError("steps must be <= 10**6") from None
+''').replace('''        total += math.sqrt(i) * SCALE''', '''        if not 0 <= i < steps:
+            raise ValueError(f"i out of range: {i}")
+        total += math.sqrt(i) * SCALE''')
+NOT_ONLY_GUARDS = {
+    "a changed default": GUARDED.replace("steps: int = 10", "steps: int = 11"),
+    "a changed constant": GUARDED.replace("SCALE = 2.0", "SCALE = 2.5"),
+    "an if with an else": GUARDED.replace('''        raise ValueError("steps must be <= 10**6") from None
+''', '''        raise ValueError("steps must be <= 10**6") from None
+    else:
+        steps = steps
+'''),
+    "a raise of another type": GUARDED.replace("raise TypeError", "raise RuntimeError"),
+    "a guard that also does something else": GUARDED.replace('''            raise ValueError(f"i out of range: {i}")''',
+                                                              '''            total = 0.0
+            raise ValueError(f"i out of range: {i}")'''),
+    "a check whose value is kept": GUARDED.replace('    check_int("steps", steps, 1)',
+                                                   '    steps = check_int("steps", steps, 1)'),
+    "a condition that assigns": GUARDED.replace("if steps > 10 ** 6", "if (steps := steps + 1) > 10 ** 6"),
+    "a condition that calls a non-builtin": GUARDED.replace("if steps > 10 ** 6", "if math.sqrt(steps) > 10 ** 3"),
+    "a call of a helpers.checks function that is not read-only": GUARDED.replace(
+        "from .checks import check_choice, check_int", "from .checks import check_choice, check_int, check_prob"
+    ).replace('    check_int("steps", steps, 1)', '    check_prob("steps", steps)'),
+}
+#: names that a guard relies on, rebound in the file (in both versions): its statements are no longer guards
+SHADOWED = {"ValueError": "ValueError = print", "check_int": "check_int = print", "len": "len = print"}
+
+
+def _git_repo_entry(tmp_path, monkeypatch, producer=PRODUCER, checks=None):
+    """A git repository holding a producer module and a copy of helpers/checks.py (committed, then taken as
+    helpers.checks), and an entry keyed on both; returns (producer path, checks path, cache folder)."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "producer.py").write_text(producer)
+    (repo / "checks.py").write_text(checks or (cache.REPO_ROOT / "helpers" / "checks.py").read_text())
+    git = ["git", "-C", str(repo), "-c", "user.name=test", "-c", "user.email=test@example.org"]
+    for args in (["init", "-q"], ["add", "producer.py", "checks.py"], ["commit", "-q", "-m", "producer"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    monkeypatch.setattr(cache, "CHECKS_FILE", repo / "checks.py")
+    cache.save_cache("demo", code=[repo / "producer.py", repo / "checks.py"], config={"steps": 1},
+                     tensors={"w": torch.ones(2)}, wall_time_s=1.0, regenerate="demo", cache_dir=tmp_path / "cache")
+    return repo / "producer.py", repo / "checks.py", tmp_path / "cache"
+
+
+def test_rekey_over_guards_accepts_argument_checks_and_records_the_proof(tmp_path, monkeypatch):
+    producer, checks, folder = _git_repo_entry(tmp_path, monkeypatch)
+    producer.write_text(GUARDED)
+    with pytest.raises(cache.StaleCacheError):
+        cache.verify_cache("demo", code=[producer, checks], config={"steps": 1}, cache_dir=folder)
+    manifest = cache.rekey_over_guards("demo", since="HEAD", cache_dir=folder)
+    cache.verify_cache("demo", code=[producer, checks], config={"steps": 1}, cache_dir=folder)   # fresh again
+    change = manifest["key_history"][-1]
+    head = cache._git(producer.parent, "rev-parse", "HEAD").strip()
+    assert change["since"] == head and change["change"].endswith(head) and len(head) == 40
+    assert change["old_key"] != change["new_key"] == manifest["code_hash"]
+    assert f"the key of its code at commit {head}" in change["proof"] and cache.GUARD_RULE in change["proof"]
+
+
+def test_rekey_over_guards_accepts_a_new_helpers_checks_function_that_the_old_code_did_not_name(tmp_path, monkeypatch):
+    producer, checks, folder = _git_repo_entry(tmp_path, monkeypatch)
+    checks.write_text(checks.read_text() + '''
+
+def check_small(name: str, value) -> int:
+    """A new check."""
+    if value > 10:
+        raise ValueError(f"{name} must be <= 10, got {value}")
+    return value
+''')
+    producer.write_text(PRODUCER.replace("import check_choice", "import check_choice, check_small").replace(
+        '''    check_choice("mode", mode, ("a", "b"))''', '''    check_choice("mode", mode, ("a", "b"))
+    check_small("steps", steps)'''))
+    cache.rekey_over_guards("demo", since="HEAD", cache_dir=folder)
+    cache.verify_cache("demo", code=[producer, checks], config={"steps": 1}, cache_dir=folder)
+
+
+def test_rekey_over_guards_refuses_a_new_helpers_checks_function_that_the_old_code_named(tmp_path, monkeypatch):
+    old = PRODUCER + "\n\ndef check_small(value):\n    return value\n"
+    producer, checks, folder = _git_repo_entry(tmp_path, monkeypatch, producer=old)
+    checks.write_text(checks.read_text() + "\n\ndef check_small(name, value):\n    return value\n")
+    with pytest.raises(ValueError, match=r"checks\.py: function check_small differs from commit HEAD"):
+        cache.rekey_over_guards("demo", since="HEAD", cache_dir=folder)
+
+
+@pytest.mark.parametrize("edit", sorted(NOT_ONLY_GUARDS) + [f"a shadowed {name}" for name in sorted(SHADOWED)])
+def test_rekey_over_guards_refuses_anything_but_guard_statements(tmp_path, monkeypatch, edit):
+    shadow = SHADOWED.get(edit.removeprefix("a shadowed "))
+    old, new = (PRODUCER + shadow, GUARDED + shadow) if shadow else (PRODUCER, NOT_ONLY_GUARDS[edit])
+    producer, _, folder = _git_repo_entry(tmp_path, monkeypatch, producer=old)
+    producer.write_text(new)
+    before = (folder / "demo" / "manifest.json").read_text()
+    where = {"a changed constant": "the statement `SCALE = 2.5`",   # a new import of a name the old code bound:
+             "a shadowed check_int": "the statement `from .checks import check_choice, check_int`"}.get(edit,
+                                                                                              "function train")
+    with pytest.raises(ValueError, match=rf"producer\.py: {where}.* differs from commit HEAD by more than guard "
+                                         r"statements .*retrain it instead"):
+        cache.rekey_over_guards("demo", since="HEAD", cache_dir=folder)
+    assert (folder / "demo" / "manifest.json").read_text() == before       # nothing written
+
+
+def test_rekey_over_guards_refuses_a_commit_that_did_not_produce_the_entry(tmp_path, monkeypatch):
+    import subprocess
+
+    producer, _, folder = _git_repo_entry(tmp_path, monkeypatch)
+    producer.write_text(PRODUCER.replace("SCALE = 2.0", "SCALE = 3.0"))
+    subprocess.run(["git", "-C", str(producer.parent), "-c", "user.name=t", "-c", "user.email=t@example.org",
+                    "commit", "-qam", "another scale"], check=True, capture_output=True)
+    with pytest.raises(cache.StaleCacheError, match="is not the key of its code at commit HEAD"):
+        cache.rekey_over_guards("demo", since="HEAD", cache_dir=folder)
+    with pytest.raises(ValueError, match="failed"):
+        cache.rekey_over_guards("demo", since="no-such-commit", cache_dir=folder)
+
+
+def test_rekey_over_guards_from_the_command_line(tmp_path, monkeypatch, capsys):
+    producer, _, folder = _git_repo_entry(tmp_path, monkeypatch)
+    producer.write_text(GUARDED)
+    monkeypatch.setattr(cache, "CACHE_DIR", folder)
+    assert cache.main(["rekey-guards", "demo", "--since", "HEAD"]) == 0
+    assert "proof: intact, and its recorded key equals the key of its code at commit" in capsys.readouterr().out
+    assert cache.main(["check", "demo"]) == 0
+    assert cache.main(["rekey-guards", "demo", "--since", "HEAD"]) == 0       # again: nothing to do, nothing written
+    assert "is already the key of the current code; nothing to do" in capsys.readouterr().out
+
+
+def test_the_item_tree_of_a_function_is_the_tree_its_key_hashes():
+    """rekey_over_guards reads a function's source out of its whole file at a commit: the same tree as
+    inspect.getsource, which the key hashes (decorators included)."""
+    from helpers import gpt
+
+    for obj in (gpt.alibi_slopes, gpt.GPTConfig, gpt.GPT):
+        label, text, _ = cache._source_of(obj)
+        tree = cache._item_tree(label, (cache.REPO_ROOT / "helpers" / "gpt.py").read_text())
+        assert cache.canonical_dump(cache._strip_docstrings(tree)) == cache.normalised_source(text)

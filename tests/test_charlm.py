@@ -1,6 +1,7 @@
 """helpers.charlm (§14.59's models, evaluation, training loop and protocol): oracles, not the notebook's claims."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -182,3 +183,16 @@ def test_learning_rate_search_steps_past_an_edge_of_the_grid(monkeypatch):
     assert tried["gpt"] == [0.002, 0.004, 0.008]
     assert tried["lstm"] == pytest.approx([0.002, 0.004, 0.008, 0.016, 0.032])
     assert results["chosen"] == {"gpt": {"batch": 16, "lr": 0.004}, "lstm": {"batch": 16, "lr": pytest.approx(0.032)}}
+
+
+@pytest.mark.parametrize("seconds", [-5, 0, float("nan"), float("inf"), "520", True])
+def test_budget_steps_refuses_a_budget_that_is_not_a_positive_number(seconds):
+    """Before, -5 and 0 seconds silently gave one step."""
+    rates = {"steps_per_s": {"gpt": {"16": 9.5}}}
+    with pytest.raises(ValueError, match=rf"seconds must be a finite number > 0, got {re.escape(repr(seconds))}"):
+        charlm.budget_steps("gpt", 16, seconds, rates)
+
+
+def test_budget_steps_accepts_the_smallest_budgets():
+    rates = {"steps_per_s": {"gpt": {"16": 9.5}}}
+    assert charlm.budget_steps("gpt", 16, 1e-9, rates) == 1 and charlm.budget_steps("gpt", 16, 1, rates) == 10

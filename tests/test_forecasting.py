@@ -100,3 +100,16 @@ def test_m4_hourly_benchmarks_reproduce_the_published_figures():
         assert len(mases) == 414
         assert round(np.mean(mases), 3) == pub_mase, method
         assert round(np.mean(smapes), 3) == pub_smape, method
+
+
+def test_naive2_refuses_a_horizon_below_one_and_accepts_one():
+    """Before, horizon=-2 gave numpy's "negative dimensions are not allowed" or, seasonal, an empty forecast."""
+    t = np.arange(24 * 10)
+    seasonal, flat = 10 * (1 + 0.5 * np.sin(2 * np.pi * t / 24)), np.arange(10.0)
+    for y in (seasonal, flat):
+        for bad in (-2, 0):
+            with pytest.raises(ValueError, match=f"horizon must be >= 1, got {bad}"):
+                fc.naive2(y, bad, 24)
+        assert fc.naive2(y, 1, 24).shape == (1,)
+    with pytest.raises(ValueError, match="horizon must be an integer, got 1.5"):
+        fc.naive2(flat, 1.5, 24)

@@ -153,3 +153,12 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="banded"):
         m.set_attention("banded", 4)(_idx(1, 4), cache=m.new_cache())
     assert _model(positions="rope")(_idx(1, 40))[0].shape == (1, 40, V), "relative positions reach past block_size"
+
+
+def test_alibi_slopes_refuses_no_heads_and_accepts_one():
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match=f"n_heads must be >= 1, got {bad}"):
+            alibi_slopes(bad)
+    with pytest.raises(ValueError, match="n_heads must be an integer, got 2.0"):
+        alibi_slopes(2.0)
+    assert torch.equal(alibi_slopes(1), torch.tensor([2.0 ** -8], dtype=torch.float64))

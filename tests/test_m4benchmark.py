@@ -90,3 +90,23 @@ def test_candidates_seeds_and_names():
     assert bench.describe(gru[0]).startswith("seasonal / mase") and bench.describe(ens[0]).startswith("median of 4")
     with pytest.raises(ValueError, match="family must be one of"):
         bench.candidates("ARIMA")
+
+
+@pytest.mark.parametrize("back, message", [
+    (30, r"back must be 0 \(the test window\) or from 48 to 699, got 30: the origin must lie at least 48 hours"),
+    (700, r"back must be 0 \(the test window\) or from 48 to 699, got 700"),
+    (-5, r"back must be >= 0, got -5"),
+    (2.5, r"back must be an integer, got 2.5"),
+])
+def test_split_at_refuses_an_origin_without_48_actual_values_or_without_history(few, back, message):
+    """back in 1..47 gave fewer than 48 actual values, and back >= the shortest history (700) a wrapped one."""
+    _, hist, test = few
+    with pytest.raises(ValueError, match=message):
+        bench.split_at(hist, test, back)
+
+
+def test_split_at_accepts_the_edges_of_its_range(few):
+    _, hist, test = few
+    for back in (48, 699, np.int64(48)):
+        h, a = bench.split_at(hist, test, back)
+        assert a.shape == (len(hist), 48) and min(len(y) for y in h) == 700 - back

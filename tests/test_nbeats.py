@@ -156,3 +156,18 @@ def test_model_checks_its_input_shape():
         net(torch.zeros(3, 11))
     with pytest.raises(ValueError, match="width must be >= 1"):
         nbeats.NBeats(lookback=10, horizon=2, width=0)
+
+
+@pytest.mark.parametrize("target, scale, message", [
+    ((4, 24), (4,), r"pred and target must have the same shape \(B, H\), got pred \(4, 48\) and target \(4, 24\)"),
+    ((4, 1), (4,), r"got pred \(4, 48\) and target \(4, 1\)"),          # broadcast silently before
+    ((4, 48), (3,), r"scale must have shape \(B,\) = \(4,\), one scale per series, got \(3,\)"),
+    ((4, 48), (4, 1), r"scale must have shape \(B,\) = \(4,\), one scale per series, got \(4, 1\)"),   # silent before
+])
+def test_mase_loss_names_mismatched_shapes(target, scale, message):
+    with pytest.raises(ValueError, match=message):
+        nbeats.mase_loss(torch.zeros(4, 48), torch.zeros(target), torch.ones(scale))
+
+
+def test_mase_loss_accepts_the_smallest_shapes():
+    assert nbeats.mase_loss(torch.zeros(1, 1), torch.ones(1, 1), torch.tensor([2.0])).item() == 0.5
