@@ -40,8 +40,49 @@
     });
   }
 
+  // A 3-D scene keeps plotly's fixed vertical field of view, so a column narrower than the one a
+  // figure was laid out for (FIT_WIDTH, the laptop's) cuts its sides and axis titles: there the
+  // figure gets shorter (to SHORTEST of its height at most) and its cameras move back, so that the
+  // whole scene fits as it does on a laptop (moving it back less cut the axis titles at 375 px: the
+  // canvas clips them). Below 3/4 of FIT_WIDTH an axis gets at most FEW_TICKS ticks. A reader's own
+  // rotation is kept until the width changes.
+  var FIT_WIDTH = 800, SHORTEST = 0.85, FEW_TICKS = 4;
+  function fit3d() {
+    if (!window.Plotly) return;
+    document.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+      if (!div.layout || !div._fullLayout) return;
+      var scenes = Object.keys(div._fullLayout).filter(function (k) { return /^scene\d*$/.test(k); });
+      if (!scenes.length) return;
+      if (!div._bookDesign) {
+        div._bookDesign = { height: div._fullLayout.height, eyes: {} };
+        scenes.forEach(function (k) {
+          var e = div._fullLayout[k].camera.eye;
+          div._bookDesign.eyes[k] = { x: e.x, y: e.y, z: e.z };
+        });
+      }
+      var width = div.clientWidth;
+      if (!width || div._bookWidth === width) return;
+      div._bookWidth = width;
+      var design = div._bookDesign, narrow = Math.min(1, width / FIT_WIDTH);
+      var height = Math.round(design.height * Math.max(SHORTEST, narrow));
+      var back = Math.max(1, (height / design.height) / narrow);
+      var update = { width: width, height: height };  // both: a height alone froze the old width
+      scenes.forEach(function (k) {
+        var e = design.eyes[k];
+        update[k + ".camera.eye"] = { x: e.x * back, y: e.y * back, z: e.z * back };
+        ["xaxis", "yaxis", "zaxis"].forEach(function (ax) {
+          update[k + "." + ax + ".nticks"] = narrow < 0.75 ? FEW_TICKS : 0;  // 0: plotly's own choice
+        });
+      });
+      div.style.height = height + "px";  // the div's own inline height, else the space below stays empty
+      window.Plotly.relayout(div, update);
+    });
+  }
+
   function start() {
     restyle();
+    fit3d();
+    window.addEventListener("resize", function () { window.clearTimeout(fit3d.timer); fit3d.timer = window.setTimeout(fit3d, 150); });
     new MutationObserver(restyle).observe(document.documentElement,
       { attributes: true, attributeFilter: ["data-theme"] });
   }

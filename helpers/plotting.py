@@ -78,6 +78,44 @@ class _OfflineHtmlRenderer(MimetypeRenderer):
         return {"text/html": html}
 
 
+#: The widest title, in characters, that a 3-D figure shows on one line: a phone's column (375 px) holds it.
+TITLE_3D_CHARS = 40
+
+
+def layout_3d(fig: go.Figure, title: str, height: int = 560, zoom_out: float = 1.15) -> go.Figure:
+    """Lay out a 3-D plotly figure so that it reads on a phone (375 px) and on a laptop (1366 px); returns ``fig``.
+
+    A 3-D scene fills the width it is given, so what clipped and overlapped at 375 px was what
+    stood beside it or at its edge: a title longer than the column (it is wrapped at
+    ``TITLE_3D_CHARS`` characters), a legend or colour bar beside the scene (both go below it,
+    horizontal), and a camera so close that the axis titles left the canvas (every scene's camera
+    eye is moved ``zoom_out`` times further away; set the eye first). Axis titles are 12 px and
+    tick labels 10 px at every width. ``tests/test_site.py`` checks the result at both widths.
+    """
+    import textwrap
+
+    lines = textwrap.wrap(title, TITLE_3D_CHARS)
+    fig.update_layout(
+        # plotly centres a title's lines on its anchor even with yanchor="top": pad by half the extra lines
+        title=dict(text="<br>".join(lines), x=0.02, xanchor="left", yref="container", y=1, yanchor="top",
+                   pad=dict(t=10 + 11 * (len(lines) - 1)), font=dict(size=15)),
+        height=height, margin=dict(l=0, r=0, t=30 + 33 * len(lines), b=10),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="top"),
+    )
+    fig.update_traces(colorbar=dict(orientation="h", x=0.5, xanchor="center", y=0, yanchor="top",
+                                    thickness=12, len=0.8, title=dict(side="top")), selector=dict(type="surface"))
+    axis = dict(title=dict(font=dict(size=12)), tickfont=dict(size=10))
+
+    def finish(scene):
+        eye = scene.camera.eye
+        x, y, z = (1.25, 1.25, 1.25) if eye.x is None else (eye.x, eye.y, eye.z)  # plotly's default eye
+        scene.update(camera=dict(eye=dict(x=x * zoom_out, y=y * zoom_out, z=z * zoom_out)),
+                     xaxis=axis, yaxis=axis, zaxis=axis)
+
+    fig.for_each_scene(finish)
+    return fig
+
+
 def use_book_style() -> None:
     """Make plotnine and plotly draw in the book's style; call once at the top of a notebook.
 

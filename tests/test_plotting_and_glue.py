@@ -48,6 +48,22 @@ def _captured_glue(monkeypatch):
     return shown
 
 
+def test_layout_3d_wraps_the_title_puts_legend_and_colour_bar_in_line_and_moves_the_camera_back():
+    fig = go.Figure([go.Surface(z=np.eye(3)), go.Scatter3d(x=[0], y=[0], z=[0], name="a line")])
+    fig.update_layout(scene=dict(camera=dict(eye=dict(x=1.6, y=-1.4, z=0.9))))
+    title = "A title that is longer than one line on a phone holds"
+    plotting.layout_3d(fig, title, height=600, zoom_out=1.5)
+    assert fig.layout.title.text.split("<br>") == ["A title that is longer than one line on", "a phone holds"]
+    assert all(len(line) <= plotting.TITLE_3D_CHARS for line in fig.layout.title.text.split("<br>"))
+    assert fig.layout.legend.orientation == "h" and fig.data[0].colorbar.orientation == "h"
+    eye = fig.layout.scene.camera.eye
+    assert (eye.x, eye.y, eye.z) == pytest.approx((2.4, -2.1, 1.35))
+    assert fig.layout.scene.xaxis.title.font.size == 12 and fig.layout.scene.zaxis.tickfont.size == 10
+    default = plotting.layout_3d(go.Figure(go.Surface(z=np.eye(2))), "Short", zoom_out=2)
+    assert default.layout.scene.camera.eye.x == pytest.approx(2.5)  # plotly's default eye, 1.25, moved back
+    assert default.layout.title.text == "Short" and default.layout.height == 560
+
+
 def test_glue_stores_plain_python_numbers(monkeypatch):
     import ast
 

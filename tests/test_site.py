@@ -290,24 +290,137 @@ def test_plotly_figures_carry_their_alt_text():
     assert found >= 4, f"expected the Part's executed plotly figures, found {found}"
 
 
-@pytest.mark.parametrize("width", [375, pytest.param(1366, marks=pytest.mark.full)])
-@pytest.mark.parametrize("page_path", [p for p in smoke_pages() if p.startswith("chapters/")])
-def test_figures_keep_their_aspect_ratio_on_a_phone_and_a_laptop(browser, site_url, page_path, width):
-    """myst-nb's inline pixel sizes squashed narrowed figures (book.css sets height: auto): every figure
-    image's content box keeps the PNG's own width-to-height ratio, to 2 %, at 375 and 1366 px."""
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    page.goto(f"{site_url}/{page_path}", wait_until="networkidle")
+#: The widths the figures are measured at: a phone, a tablet, a laptop, a desktop.
+WIDTHS = (375, 768, 1366, 1920)
+
+
+def _squashed_images(page, page_path: str, width: int) -> list:
+    """(src, shown/natural aspect ratio) of every visible figure image off by more than 2 % at ``width``."""
+    page.set_viewport_size({"width": width, "height": 900})
     # the images are laid out some time after the network is idle when the machine is busy; wait for them
     page.wait_for_selector("main .cell_output img", state="visible", timeout=20_000)
+    page.wait_for_timeout(200)  # the resize's layout
     ratios = page.eval_on_selector_all("main .cell_output img", """els => els.filter(e => e.offsetParent).map(e => {
         const s = getComputedStyle(e), px = v => parseFloat(s[v]);
         const w = e.clientWidth - px('paddingLeft') - px('paddingRight');
         const h = e.clientHeight - px('paddingTop') - px('paddingBottom');
         return [e.getAttribute('src'), (w / h) / (e.naturalWidth / e.naturalHeight)]; })""")
+    assert ratios, f"{page_path} at {width} px: no visible figure image"
+    return [(src, round(r, 3)) for src, r in ratios if abs(r - 1) > 0.02]
+
+
+@pytest.mark.parametrize("page_path", [p for p in smoke_pages() if p.startswith("chapters/")])
+def test_figures_keep_their_aspect_ratio_on_a_phone(browser, site_url, page_path):
+    """myst-nb's inline pixel sizes squashed narrowed figures (book.css sets height: auto): every figure
+    image's content box keeps the PNG's own width-to-height ratio, to 2 %, at 375 px (fast tier)."""
+    page = browser.new_page(viewport={"width": 375, "height": 900})
+    page.goto(f"{site_url}/{page_path}", wait_until="networkidle")
+    squashed = _squashed_images(page, page_path, 375)
     page.close()
-    assert ratios, f"{page_path}: no visible figure image"
-    squashed = [(src, round(r, 3)) for src, r in ratios if abs(r - 1) > 0.02]
-    assert not squashed, f"{page_path} at {width} px: shown/natural aspect ratios {squashed}"
+    assert not squashed, f"{page_path} at 375 px: shown/natural aspect ratios {squashed}"
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_figures_keep_their_aspect_ratio_at_every_width(browser, site_url, page_path, mode):
+    """Every figure image of every page, at 375, 768, 1366 and 1920 px, in both modes: shown and
+    natural width-to-height ratios agree to 2 % (one page load, resized)."""
+    if "<img" not in (SITE / page_path).read_text(encoding="utf-8").split('id="main-content"', 1)[-1]:
+        pytest.skip(f"{page_path} has no figure image")
+    page = open_in_mode(browser, f"{site_url}/{page_path}", mode)
+    squashed = {w: bad for w in WIDTHS if (bad := _squashed_images(page, page_path, w))}
+    page.close()
+    assert not squashed, f"{page_path} ({mode}): shown/natural aspect ratios by width {squashed}"
+
+
+#: The pages with 3-D plotly figures (each laid out by helpers.plotting.layout_3d).
+PAGES_3D = ["chapters/14_45_sequence_modelling_problems.html", "chapters/14_47_lstm_and_gru_gating.html",
+            "chapters/14_50_scaled_dot_product_attention.html", "chapters/14_52_positional_encoding.html"]
+
+
+def _scene_report(page) -> list[dict]:
+    """Per 3-D figure on ``page``: its box, every scene's box (both in page pixels), the boxes of its
+    SVG texts (title, legend, colour bar, subplot titles) and its axis font sizes."""
+    return page.eval_on_selector_all(".plotly-graph-div", """divs => divs.filter(d => d._fullLayout &&
+        Object.keys(d._fullLayout).some(k => /^scene\\d*$/.test(k))).map(d => {
+        const L = d._fullLayout, s = L._size, r = d.getBoundingClientRect();
+        const scenes = Object.keys(L).filter(k => /^scene\\d*$/.test(k)).map(k => {
+            const x = L[k].domain.x, y = L[k].domain.y;
+            return {name: k, left: r.left + s.l + x[0] * s.w, right: r.left + s.l + x[1] * s.w,
+                    top: r.top + s.t + (1 - y[1]) * s.h, bottom: r.top + s.t + (1 - y[0]) * s.h,
+                    fonts: ['xaxis', 'yaxis', 'zaxis'].map(a => [L[k][a].title.font.size, L[k][a].tickfont.size])};
+        });
+        const texts = [...d.querySelectorAll('.main-svg text, .main-svg .legendtoggle')].filter(t => t.textContent.trim())
+            .map(t => { const b = t.getBoundingClientRect();
+                        return {text: t.textContent.trim(), left: b.left, right: b.right, top: b.top, bottom: b.bottom}; });
+        return {fitted: d._bookWidth === d.clientWidth, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                scenes, texts};
+    })""")
+
+
+def _ink_on_frame(image, box, origin, background) -> int:
+    """Pixels of ``image`` (a screenshot whose top-left is page point ``origin``) on the 2-px frame just
+    inside ``box`` that differ from ``background``: what a scene drew up to its edge, where the canvas cuts it."""
+    left, top = round(box["left"] - origin[0]) + 1, round(box["top"] - origin[1]) + 1
+    right, bottom = round(box["right"] - origin[0]) - 2, round(box["bottom"] - origin[1]) - 2
+    px = image.load()
+    frame = [(x, y) for x in range(left, right) for y in (top, top + 1, bottom - 1, bottom)]
+    frame += [(x, y) for y in range(top, bottom) for x in (left, left + 1, right - 1, right)]
+    return sum(1 for x, y in frame if max(abs(a - b) for a, b in zip(px[x, y][:3], background)) > 40)
+
+
+@pytest.mark.parametrize("mode", ["light", pytest.param("dark", marks=pytest.mark.full)])
+@pytest.mark.parametrize("width", [375, pytest.param(1366, marks=pytest.mark.full)])
+@pytest.mark.parametrize("page_path", [PAGES_3D[0]] + [pytest.param(p, marks=pytest.mark.full) for p in PAGES_3D[1:]])
+def test_3d_figures_are_whole_and_readable_on_a_phone_and_a_laptop(browser, site_url, page_path, width, mode):
+    """At 375 px the 3-D figures lost their sides, axis titles and title (a scene keeps plotly's vertical
+    field of view; book.js now shortens it and moves its cameras back). Checked: nothing the scene draws
+    (surface, axes, axis titles: WebGL, clipped by its canvas) reaches its canvas's edge, with the SVG
+    layers hidden; every SVG text (title, legend, colour bar) lies inside the figure and no two overlap;
+    axis titles are at least 12 px and tick labels 10 px. Screenshots go to _build/screenshots/."""
+    import io
+
+    from PIL import Image
+
+    page = open_in_mode(browser, f"{site_url}/{page_path}", mode)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_selector(".plotly-graph-div canvas", state="attached", timeout=20_000)
+    page.wait_for_function("""() => [...document.querySelectorAll('.plotly-graph-div')].filter(d => d._fullLayout &&
+        Object.keys(d._fullLayout).some(k => /^scene\\d*$/.test(k))).every(d => d._bookWidth === d.clientWidth)""",
+                           timeout=20_000)
+    page.wait_for_timeout(800)  # WebGL draws after the relayout
+    figures = _scene_report(page)
+    assert figures, f"{page_path}: no 3-D figure"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    background = (255, 255, 255) if mode == "light" else tuple(int(c) for c in re.findall(r"\d+", page.evaluate(
+        "getComputedStyle(document.querySelector('.bd-article-container') || document.body).backgroundColor"))[:3])
+    for i, fig in enumerate(figures):
+        div = page.locator(".plotly-graph-div").nth(i)
+        div.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        fig = _scene_report(page)[i]  # boxes after the scroll
+        div.screenshot(path=str(SCREENSHOTS / f"3d-{Path(page_path).stem[:5]}-{i}-{width}-{mode}.png"))
+        div.evaluate("d => d.querySelectorAll('.main-svg').forEach(s => s.style.visibility = 'hidden')")
+        image = Image.open(io.BytesIO(div.screenshot())).convert("RGB")
+        div.evaluate("d => d.querySelectorAll('.main-svg').forEach(s => s.style.visibility = '')")
+        for scene in fig["scenes"]:
+            ink = _ink_on_frame(image, scene, (fig["left"], fig["top"]), background)
+            if ink > 3:
+                problems.append(f"figure {i} {scene['name']}: {ink} pixels drawn up to the canvas's edge (cut off)")
+            if min(f[0] for f in scene["fonts"]) < 12 or min(f[1] for f in scene["fonts"]) < 10:
+                problems.append(f"figure {i} {scene['name']}: axis (title, tick) font sizes {scene['fonts']}")
+        for t in fig["texts"]:
+            if t["left"] < fig["left"] - 1 or t["right"] > fig["right"] + 1 or t["top"] < fig["top"] - 1 \
+                    or t["bottom"] > fig["bottom"] + 1:
+                problems.append(f"figure {i}: text {t['text']!r} leaves the figure")
+        for a, b in [(a, b) for n, a in enumerate(fig["texts"]) for b in fig["texts"][n + 1:]]:
+            if min(a["right"], b["right"]) - max(a["left"], b["left"]) > 1 and \
+                    min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > 1:
+                problems.append(f"figure {i}: texts {a['text']!r} and {b['text']!r} overlap")
+    page.close()
+    assert not problems, f"{page_path} at {width} px ({mode}): {problems}"
 
 
 # --- the header, the console and navigation at every width (issue 25) ---------------------------
