@@ -324,12 +324,16 @@ def test_figures_keep_their_aspect_ratio_on_a_phone(browser, site_url, page_path
 @pytest.mark.parametrize("mode", ["light", "dark"])
 @pytest.mark.parametrize("page_path", [p for p in toc_pages() if p.startswith("chapters/")])
 def test_figures_keep_their_aspect_ratio_at_every_width(browser, site_url, page_path, mode):
-    """Every figure image of every page, at 375, 768, 1366 and 1920 px, in both modes: shown and
-    natural width-to-height ratios agree to 2 % (one page load, resized)."""
+    """Every figure image of every page, at 375, 768, 1366 and 1920 px, in both modes, and in print
+    (an A4 page's 794 px, print media: the PDF's styles): shown and natural width-to-height ratios
+    agree to 2 % (one page load, resized)."""
     if "<img" not in (SITE / page_path).read_text(encoding="utf-8").split('id="main-content"', 1)[-1]:
         pytest.skip(f"{page_path} has no figure image")
     page = open_in_mode(browser, f"{site_url}/{page_path}", mode)
     squashed = {w: bad for w in WIDTHS if (bad := _squashed_images(page, page_path, w))}
+    page.emulate_media(media="print")
+    if bad := _squashed_images(page, page_path, 794):
+        squashed["print"] = bad
     page.close()
     assert not squashed, f"{page_path} ({mode}): shown/natural aspect ratios by width {squashed}"
 
@@ -606,8 +610,9 @@ def test_the_download_menu_offers_the_pdf_only_when_it_is_built(tmp_path):
     spec.loader.exec_module(header)
     pdf = tmp_path / "part.pdf"
 
-    def menu(pagename):
-        app = SimpleNamespace(config=SimpleNamespace(book_pdf=str(pdf)))
+    def menu(pagename, solutions="shown"):
+        app = SimpleNamespace(config=SimpleNamespace(book_pdf=str(pdf) if solutions == "shown" else "",
+                                                     book_solutions=solutions))
         context = {"header_buttons": [{"label": "launch-buttons"}, {"label": "download-buttons", "buttons": ["theirs"]}],
                    "pathto": lambda name, resource: f"../{name}"}
         header._downloads(app, pagename, "page.html", context, None)
@@ -619,3 +624,6 @@ def test_the_download_menu_offers_the_pdf_only_when_it_is_built(tmp_path):
     assert menu("intro") == (["launch-buttons"], [])  # nothing to download: no menu
     pdf.write_bytes(b"%PDF-1.7")
     assert menu("chapters/14_45_x")[1][-1] == "../_editions/part.pdf" and menu("intro")[1] == ["../_editions/part.pdf"]
+    # a site without solutions (tools/book.staged_config(..., "hidden") sets both): the student notebook only
+    assert menu("chapters/14_45_x", "hidden") == (["launch-buttons", "download-buttons"],
+                                                  ["../_editions/student/14_45_x.ipynb"])
