@@ -154,6 +154,9 @@ def forecast_from_window(model: nn.Module, x: torch.Tensor, scaling: str, season
 
 def smape_loss(pred: torch.Tensor, target: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """M4's sMAPE as a fraction (not percent), averaged over ``(B, H)``; ``scale`` is unused."""
+    if pred.shape != target.shape:
+        raise ValueError(f"pred and target must have the same shape (B, H), got pred {tuple(pred.shape)} and "
+                         f"target {tuple(target.shape)}")
     return (2 * (pred - target).abs() / (pred.abs() + target.abs()).clamp_min(1e-8)).mean()
 
 

@@ -169,5 +169,14 @@ def test_mase_loss_names_mismatched_shapes(target, scale, message):
         nbeats.mase_loss(torch.zeros(4, 48), torch.zeros(target), torch.ones(scale))
 
 
+def test_smape_loss_names_mismatched_shapes_instead_of_broadcasting():
+    """(4, 48) against (4, 1) broadcast silently to a wrong loss; (4, 24) raised torch's broadcast error."""
+    for target in [(4, 1), (4, 24)]:
+        with pytest.raises(ValueError, match=rf"pred and target must have the same shape \(B, H\), got pred \(4, 48\) "
+                                             rf"and target \({target[0]}, {target[1]}\)"):
+            nbeats.smape_loss(torch.zeros(4, 48), torch.ones(*target), None)
+    assert nbeats.smape_loss(torch.ones(1, 1), torch.ones(1, 1), None).item() == 0.0
+
+
 def test_mase_loss_accepts_the_smallest_shapes():
     assert nbeats.mase_loss(torch.zeros(1, 1), torch.ones(1, 1), torch.tensor([2.0])).item() == 0.5
