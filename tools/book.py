@@ -316,7 +316,7 @@ def staged_config(config: dict, solutions: str = "shown") -> dict:
     if solutions not in ("shown", "hidden"):
         raise ValueError(f"solutions must be 'shown' or 'hidden', got {solutions!r}")
     hidden = solutions == "hidden"
-    theme["repository_branch"] = edition.get("student_branch", "student") if hidden else edition.get("colab_branch", "colab")
+    theme["repository_branch"] = _editions().edition_branches({"edition": edition})["student" if hidden else "colab"]
     theme["path_to_docs"] = ""
     for button in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
         if button in (staged.get("html") or {}):

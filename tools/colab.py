@@ -132,8 +132,7 @@ def urls(config: dict[str, Any]) -> tuple[str, str, str]:
         site = config["html"]["baseurl"].rstrip("/")
     except KeyError as err:
         raise KeyError(f"_config.yml lacks {err}: set repository.url and html.baseurl") from None
-    branch = (config.get("edition") or {}).get("colab_branch", "colab")
-    return repo, site, branch
+    return repo, site, edition_branches(config)["colab"]
 
 
 def edition_branches(config: dict[str, Any]) -> dict[str, str]:
