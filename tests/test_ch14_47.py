@@ -25,6 +25,7 @@ def test_residual_connection_along_time(g):
     assert g["plain_jacobian_norm"] < 1e-18, "biases 0: the gradient is gone after 100 steps"
 
 
+@pytest.mark.claim("fb1-lstm-reaches-further")
 def test_lstm_with_forget_bias_reaches_orders_of_magnitude_further(g):
     assert g["ratio40_lstm_fb1_rnn"] > 1e3
     assert g["ratio40_lstm_fb1_rnn"] == pytest.approx(g["reach40_lstm_fb1"] / g["reach40_rnn"], rel=1e-6)
