@@ -191,3 +191,11 @@ def test_shrink_pending_only_tightens(toy_root, report):
     assert pending.read_text() == "# comment\n14_99  6/9\n"
     pending.write_text("14_99  7/9\n")  # listed tighter than today: left alone (the test fails instead)
     assert cc.shrink_pending(toy_root, report) == [] and pending.read_text() == "14_99  7/9\n"
+
+
+def test_claims_only_reads_the_numbers_of_marked_verdict_sentences_only():
+    text = ("The RNN reaches {glue:text}`a:.2f`. The LSTM reaches {glue:text}`b:.2f`, more than the RNN. "
+            "<!-- claim: lstm-more -->\n\nA shown size: {glue:text}`c`.")
+    names = [name for _doc, name, _form in cc.shown_glue_names(cc.claim_sentences_text(text))]
+    assert names == ["b"]
+    assert [n for _d, n, _f in cc.shown_glue_names(text)] == ["a", "b", "c"]

@@ -3,8 +3,9 @@
 A verdict sentence is marked in the prose, ``<!-- claim: id -->`` right after it, and a test that asserts
 what it says carries ``@pytest.mark.claim("id")``. Unmarked sentences that read like verdicts (the
 tool's CUES) are listed in tests/verdicts_pending/14_NN.yml as ``untested`` (debt; the list only shrinks) or
-``not-a-verdict`` (with a reason). Static: nothing is executed, the marks are read from the source
-notebooks and the markers from the test files. ``pytest -rA tests/test_verdicts.py`` prints the table.
+``not-a-verdict`` (with a reason). Nothing is executed: the marks are read from the source notebooks,
+the markers from the test files, and (for the ``booleans`` rule) which glued values are booleans from the
+executed notebooks. ``pytest -rA tests/test_verdicts.py`` prints the table.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def test_every_marked_claim_has_a_test_and_every_candidate_is_listed(reports, se
         f"§{section}: sentences that read like verdicts, neither marked <!-- claim: id --> nor listed in "
         f"tests/verdicts_pending/{section}.yml (mark and test them, or list them as not-a-verdict with a reason):\n"
         + "\n".join(f"  cell {s.cell}: {s.opening(16)}" for s in r.unlisted))
+    assert not r.booleans_unlisted, (
+        f"§{section}: tests assert glued booleans without their data: {r.booleans_unlisted}. Glue the data the "
+        "notebook decided from (the curve, the two values) and assert the verdict from it")
     assert not r.stale, (
         f"§{section}: tests/verdicts_pending/{section}.yml lists sentences that are gone or now marked "
         f"(`python tools/verdicts.py --shrink-pending`): {r.stale}")

@@ -270,15 +270,27 @@ def section_of(stem: str) -> str:
     return stem[:5]
 
 
-def shown_values(executed: Path) -> tuple[list[Shown], dict]:
-    """The numeric, non-setting glued values that the notebook's markdown shows, and a tally of
-    what was skipped (``str``, ``bool``, settings, names shown but never glued)."""
+def claim_sentences_text(text: str) -> str:
+    """The verdict sentences of one markdown cell (those marked ``<!-- claim: id -->``, tools/verdicts.py),
+    joined: the text whose numbers a claim's test must pin down."""
+    from tools.verdicts import split_sentences
+
+    return "\n".join(sentence for piece in walk_markdown(text) if piece.kind == "inline"
+                     for sentence, ids in split_sentences(piece.token.content) if ids)
+
+
+def shown_values(executed: Path, claims_only: bool = False) -> tuple[list[Shown], dict]:
+    """The numeric, non-setting glued values that the notebook's markdown shows (with ``claims_only``:
+    that its verdict sentences show), and a tally of what was skipped (``str``, ``bool``, settings,
+    names shown but never glued)."""
     nb = json.loads(executed.read_text())
     stem = executed.stem
     outputs = glued_outputs(nb)
     where: dict[str, list[int]] = defaultdict(list)
     foreign = []
     for index, text in markdown_cells(nb):
+        if claims_only:
+            text = claim_sentences_text(text)
         for document, name, _form in shown_glue_names(text):
             if document and document != stem:
                 foreign.append(f"{document}::{name}")
@@ -573,10 +585,12 @@ class Report:
 
 
 def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None,
-              quiet: bool = True) -> Report:
+              quiet: bool = True, claims_only: bool = False) -> Report:
     """Run the guard check on a checkout whose book is built; returns a Report.
 
     ``sections``: section ids such as ``"14_50"`` (default: every executed notebook).
+    ``claims_only``: perturb only the numbers that verdict sentences show (``<!-- claim: id -->``,
+    tools/verdicts.py): a number the prose only shows needs no band, the glue makes it the computed value.
     """
     start = time.perf_counter()
     root = Path(root).resolve()
@@ -595,7 +609,7 @@ def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None
     targets: dict[tuple[str, str], Shown] = {}
     test_files = []
     for path in executed:
-        shown, skipped = shown_values(path)
+        shown, skipped = shown_values(path, claims_only)
         test_file = root / "tests" / f"test_ch{section_of(path.stem)}.py"
         results.append(SectionResult(section_of(path.stem), path.stem, len(shown), 0,
                                      test_file=str(test_file.relative_to(root)), skipped=skipped))
@@ -731,6 +745,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the full result to this file")
     parser.add_argument("--require", type=float, help="exit 1 if the overall score is below this fraction")
     parser.add_argument("--verbose", action="store_true", help="show pytest's own output")
+    parser.add_argument("--claims-only", action="store_true",
+                        help="perturb only the numbers of verdict sentences (<!-- claim: id -->), as the test does")
     parser.add_argument("--shrink-pending", action="store_true",
                         help="tighten tests/claims_guard_pending.txt to today's scores (never loosens it)")
     args = parser.parse_args(argv)
@@ -742,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.dont_write_bytecode = True  # leave no __pycache__ in another checkout
     sys.path.insert(0, str(root))  # the checkout's helpers and tools, before any installed copy
     try:
-        report = run_check(root, args.section, quiet=not args.verbose)
+        report = run_check(root, args.section, quiet=not args.verbose, claims_only=args.claims_only)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     print(format_report(report))

@@ -29,6 +29,11 @@ or listed in tests/verdicts_pending/14_NN.yml (its section and the sentence's op
 - ``not-a-verdict``: explanation, definition, motivation or a quoted result of the literature, each
   entry with its reason (why nothing could come out otherwise in this book's runs).
 
+**Booleans.** A verdict computed by the notebook and glued as ``True`` proves nothing by itself: its test
+must assert it from the data. ``boolean_asserts`` finds the glued booleans a section's tests still assert
+(``assert g["x_monotone"]``); those that existed when the check was written are listed under
+``booleans`` in the same file, and that list only shrinks too.
+
 The score of a section is ``asserted / (marked + untested)``: the fraction of its verdict sentences
 that a test asserts as stated. A marked claim without a test, a marker naming a claim the prose does
 not mark, an unmarked candidate not listed, and a listed sentence that is gone are failures
@@ -48,14 +53,14 @@ from pathlib import Path
 import yaml
 
 try:
-    from tools.claims_check import walk_markdown
+    from tools.claims_check import glued_outputs, walk_markdown
 except ImportError:  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from claims_check import walk_markdown  # type: ignore
+    from claims_check import glued_outputs, walk_markdown  # type: ignore
 
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 PENDING_DIR = Path("tests") / "verdicts_pending"   # one file per section, 14_NN.yml
-KINDS = ("untested", "not-a-verdict")
+KINDS = ("untested", "not-a-verdict", "booleans")
 
 #: a claim mark: <!-- claim: id --> or several ids, <!-- claim: a, b -->
 MARK = re.compile(r"<!--\s*claim:\s*([A-Za-z0-9][\w.-]*(?:\s*,\s*[A-Za-z0-9][\w.-]*)*)\s*-->")
@@ -102,6 +107,8 @@ class SectionReport:
     unlisted: list[Sentence] = field(default_factory=list)        # unmarked candidates not in the list
     stale: list[tuple[str, str]] = field(default_factory=list)    # (kind, opening) listed but gone/marked
     problems: list[str] = field(default_factory=list)             # bad marks, duplicate ids
+    booleans: list[str] = field(default_factory=list)             # glued booleans its tests assert
+    booleans_unlisted: list[str] = field(default_factory=list)    # ... that the list does not name
 
     @property
     def asserted(self) -> list[str]:
@@ -221,6 +228,24 @@ def load_pending(root: Path) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+def boolean_asserts(root: Path, section: str) -> list[str]:
+    """The glued booleans of ``section``'s executed notebook that its test file reads inside an assert."""
+    test_file = root / "tests" / f"test_ch{section}.py"
+    executed = sorted((root / "_build" / "executed" / "chapters").glob(f"{section}_*.ipynb"))
+    if not test_file.is_file() or not executed:
+        return []
+    booleans = {name for name, out in glued_outputs(json.loads(executed[0].read_text())).items()
+                if isinstance(out.value, bool)}
+    found = []
+    for node in ast.walk(ast.parse(test_file.read_text())):
+        if isinstance(node, ast.Assert):
+            for sub in ast.walk(node.test):
+                if (isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant)
+                        and sub.slice.value in booleans and sub.slice.value not in found):
+                    found.append(sub.slice.value)
+    return found
+
+
 def _matches(opening: str, sentence: Sentence) -> bool:
     return " ".join(sentence.text.split()).startswith(" ".join(opening.split()))
 
@@ -247,7 +272,7 @@ def report(root: Path = DEFAULT_ROOT, sections: list[str] | None = None) -> list
                 rep.problems.append(f"{section}: {', '.join(names)} asserts claim {claim!r}, "
                                     "which no sentence of the section marks")
         listed = pending.get(section, {k: [] for k in KINDS})
-        entries = [(kind, entry.split("  #", 1)[0].strip()) for kind in KINDS for entry in listed[kind]]
+        entries = [(kind, entry.split("  #", 1)[0].strip()) for kind in KINDS[:2] for entry in listed[kind]]
         used: set[tuple[str, str]] = set()
         for s in sentences:
             if s.claims or not s.candidate:
@@ -261,28 +286,31 @@ def report(root: Path = DEFAULT_ROOT, sections: list[str] | None = None) -> list
             used.add(hit)
             (rep.untested if hit[0] == "untested" else rep.dismissed).append(hit[1])
         rep.stale = [e for e in entries if e not in used]
-        for kind in KINDS:
-            if kind == "not-a-verdict":
-                rep.problems += [f"{section}: not-a-verdict entry without a reason ('opening  # reason'): {e!r}"
-                                 for e in listed[kind] if "  #" not in e]
+        rep.problems += [f"{section}: not-a-verdict entry without a reason ('opening  # reason'): {e!r}"
+                         for e in listed["not-a-verdict"] if "  #" not in e]
+        rep.booleans = boolean_asserts(root, section)
+        rep.booleans_unlisted = [b for b in rep.booleans if b not in listed["booleans"]]
+        rep.stale += [("booleans", b) for b in listed["booleans"] if b not in rep.booleans]
         reports.append(rep)
     return reports
 
 
 def format_table(reports: list[SectionReport]) -> str:
-    lines = [f"{'section':8} {'marked':>6} {'asserted':>8} {'untested':>8} {'unlisted':>8} {'dismissed':>9} {'score':>6}"]
+    lines = [f"{'section':8} {'marked':>6} {'asserted':>8} {'untested':>8} {'unlisted':>8} {'dismissed':>9} "
+             f"{'score':>6} {'booleans':>8}"]
     total = SectionReport("book")
     for r in reports:
         lines.append(f"{r.section:8} {len(r.claims):6} {len(r.asserted):8} {len(r.untested) + len(r.unasserted):8} "
-                     f"{len(r.unlisted):8} {len(r.dismissed):9} {r.score:6.0%}")
+                     f"{len(r.unlisted):8} {len(r.dismissed):9} {r.score:6.0%} {len(r.booleans):8}")
         total.claims.update({f"{r.section}/{k}": v for k, v in r.claims.items()})
         total.tests.update({f"{r.section}/{k}": v for k, v in r.tests.items()})
         total.untested += r.untested
         total.unlisted += r.unlisted
         total.dismissed += r.dismissed
+        total.booleans += r.booleans
     lines.append(f"{'book':8} {len(total.claims):6} {len(total.asserted):8} "
                  f"{len(total.untested) + len(total.unasserted):8} {len(total.unlisted):8} {len(total.dismissed):9} "
-                 f"{total.score:6.0%}")
+                 f"{total.score:6.0%} {len(total.booleans):8}")
     return "\n".join(lines)
 
 
@@ -308,6 +336,8 @@ HEADER = """\
 #   untested:      a verdict no test asserts yet -- debt: mark it, write the test, delete the line.
 #                  The list only shrinks (tests/test_verdicts.py).
 #   not-a-verdict: explanation, definition, motivation or the literature's result -- 'opening  # reason'.
+#   booleans:      glued verdict booleans (a notebook's `x_monotone = True`) that a test still asserts without
+#                  the data: glue the data, assert the verdict from it, delete the name. Only shrinks.
 # An entry is the sentence's opening words (they must match the start of the sentence as written).
 """
 
@@ -335,6 +365,7 @@ def main(argv=None) -> int:
         for r in reports:
             kinds = pending.get(r.section, {k: [] for k in KINDS})
             kinds["untested"] = kinds["untested"] + [s.opening() for s in r.unlisted]
+            kinds["booleans"] = kinds["booleans"] + r.booleans_unlisted
             write_pending(args.root, r.section, kinds)
         reports = report(args.root, args.section)
     if args.shrink_pending:
