@@ -47,7 +47,8 @@ def scaled_dot_product_attention(
 
     Raises:
         ValueError: naming the offending shapes, when q and k disagree on d_k, k and v on Tk,
-            a tensor has fewer than two dimensions, the leading dimensions do not broadcast,
+            a tensor has fewer than two dimensions or is not floating point, q, k and v differ in
+            dtype, the leading dimensions do not broadcast,
             or ``mask`` is not boolean or does not broadcast to ``(..., Tq, Tk)``.
     """
     _check_qkv(q, k, v, mask)
@@ -68,6 +69,9 @@ def _check_qkv(q, k, v, mask) -> None:
         if not t.dtype.is_floating_point:
             raise ValueError(f"{name} must be a floating-point tensor (attention takes a softmax of q kᵀ / √d_k), "
                              f"got {t.dtype}; convert it with {name}.float()")
+    if not q.dtype == k.dtype == v.dtype:
+        raise ValueError(f"q, k and v must have one dtype, got q {q.dtype}, k {k.dtype}, v {v.dtype}; "
+                         f"convert them to one, e.g. k.to(q.dtype)")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same last dimension d_k: q has shape {_shape(q)} (d_k={q.shape[-1]}), "

@@ -56,3 +56,5 @@ def _check(values, n_boot, level) -> None:
         raise ValueError("values must cover at least 2 series to resample them")
     check_int("n_boot", n_boot, 1)
     check_prob("level", level)
+    if level == 0:
+        raise ValueError("level must be a number in (0, 1), got 0: an interval of coverage 0 is a single point")

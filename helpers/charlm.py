@@ -133,6 +133,8 @@ def build_model(kind: str, vocab_size: int, seed: int) -> nn.Module:
 # ------------------------------------------------------------------------------------ data and scoring
 def random_batch(data: torch.Tensor, batch: int, context: int, generator: torch.Generator):
     """``batch`` random windows of ``data``: inputs and next-character targets, each ``(batch, context)``."""
+    checks.check_int("batch", batch, 1)
+    checks.check_int("context", context, 1)
     if len(data) <= context:
         raise ValueError(f"data of length {len(data)} is too short for context {context}")
     starts = torch.randint(len(data) - context, (batch,), generator=generator)
@@ -148,6 +150,10 @@ def evaluate(model: nn.Module, data: torch.Tensor, batch: int = 64) -> float:
     The split is cut into consecutive windows of the model's context (the last one shorter);
     within a window each character is predicted from the characters before it in that window.
     """
+    checks.check_int("batch", batch, 1)
+    if len(data) < 2:
+        raise ValueError(f"data must hold at least 2 characters (one to predict from, one to predict), "
+                         f"got {len(data)}")
     was_training = model.training
     model.eval()
     T, n_pred = model.context, len(data) - 1
@@ -186,7 +192,12 @@ class TrainConfig:
             checks.check_int(name, getattr(self, name), minimum)
         if not (isinstance(self.lr, (int, float)) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        checks.check_positive("lr", self.lr)
         checks.check_prob("min_lr_ratio", self.min_lr_ratio, allow_one=True)
+        checks.check_positive("grad_clip", self.grad_clip)
+        if isinstance(self.weight_decay, bool) or not isinstance(self.weight_decay, (int, float)) \
+                or not 0 <= self.weight_decay < float("inf"):
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
 
 
 def lr_at(cfg: TrainConfig, step: int) -> float:
@@ -255,6 +266,8 @@ THROUGHPUT = {
 
 def budget_steps(kind: str, batch: int, seconds: float, throughput: dict = THROUGHPUT) -> int:
     """The steps ``kind`` at ``batch`` trains in ``seconds`` (> 0) at its measured throughput."""
+    checks.check_choice("kind", kind, tuple(throughput["steps_per_s"]))
+    checks.check_int("batch", batch, 1)
     checks.check_positive("seconds", seconds)
     rates = throughput["steps_per_s"].get(kind, {})
     if str(batch) not in rates:
@@ -548,4 +561,5 @@ def curves_table(cached, budget: float):
 
 def kept_run(kind: str, config: dict = HEAVY_RUN) -> str:
     """The name of the run whose weights the cache keeps for ``kind``: the first seed at the longest budget."""
+    checks.check_choice("kind", kind, tuple(MODELS))
     return f"{kind}_{max(config['budgets_s']):g}s_seed{config['seeds'][0]}"

@@ -247,6 +247,11 @@ def sliding_window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, 
         if not isinstance(t, torch.Tensor) or t.dim() < 2:
             raise ValueError(f"{name} must be a tensor of shape (..., T, d), got "
                              f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+    if not (q.dtype.is_floating_point and q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k and v must be floating-point tensors of one dtype, got q {q.dtype}, k {k.dtype}, "
+                         f"v {v.dtype}")
+    if q.shape[-2] < 1:
+        raise ValueError(f"q, k and v must hold at least one position T >= 1, got q of shape {tuple(q.shape)}")
     if q.shape[:-1] != k.shape[:-1] or q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same shape (..., T, d_k) (self-attention): q {tuple(q.shape)}, "
                          f"k {tuple(k.shape)}")

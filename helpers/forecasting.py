@@ -100,8 +100,10 @@ def seasonality_test(y, m: int) -> bool:
     """M4's 90% test for seasonality at lag ``m``.
 
     Seasonal when |acf(m)| > 1.645 sqrt((1 + 2 sum_{k<m} acf(k)^2) / n), the ACF's
-    large-lag standard error; a series shorter than 3m is never called seasonal.
+    large-lag standard error; a series shorter than 3m is never called seasonal, nor is any series at
+    ``m = 1`` (``m`` must be an integer >= 1).
     """
+    check_int("m", m, 1)
     y = _as_1d("y", y)
     if m < 2 or len(y) < 3 * m:
         return False
@@ -119,6 +121,7 @@ def seasonal_indices(y, m: int) -> np.ndarray:
     the centred moving average (2 x m for even m); the indices are the per-position means of
     y / trend, rescaled to average 1.
     """
+    check_int("m", m, 2)
     y = _as_1d("y", y)
     if m < 2 or len(y) < 2 * m:
         raise ValueError(f"need m >= 2 and at least 2m values, got m={m}, {len(y)} values")
@@ -139,9 +142,11 @@ def naive2(y, horizon: int, m: int) -> np.ndarray:
     If ``seasonality_test`` finds seasonality at lag ``m``, divide by the classical
     multiplicative seasonal indices, repeat the last adjusted value, and multiply the
     future positions' indices back in; otherwise it is the plain naive forecast.
-    Returns an array of shape ``(horizon,)``; ``horizon`` must be >= 1.
+    Returns an array of shape ``(horizon,)``; ``horizon`` and the seasonal period ``m`` must be integers
+    >= 1 (``m = 1``: no seasonality, the plain naive forecast).
     """
     check_int("horizon", horizon, 1)
+    check_int("m", m, 1)
     y = _as_1d("y", y)
     if not seasonality_test(y, m):
         return np.full(horizon, y[-1])

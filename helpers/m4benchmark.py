@@ -105,6 +105,15 @@ def split_at(histories: list[np.ndarray], test: np.ndarray, back: int) -> tuple[
     origin and at least one precede it.
     """
     check_int("back", back, 0)
+    if not len(histories):
+        raise ValueError(f"histories must hold at least one series (a list of 1-D arrays), got an empty "
+                         f"{type(histories).__name__}")
+    if len(test) != len(histories):
+        raise ValueError(f"test must hold one row of {H} values per series: {len(histories)} histories, "
+                         f"test has shape {np.shape(test)}")
+    if back != 0 and min(len(y) for y in histories) <= H:
+        raise ValueError(f"every history must be longer than {H} values to move the origin back (back={back}); "
+                         f"the shortest has {min(len(y) for y in histories)}")
     if back != 0 and not H <= back < min(len(y) for y in histories):
         raise ValueError(f"back must be 0 (the test window) or from {H} to {min(len(y) for y in histories) - 1}, "
                          f"got {back}: the origin must lie at least {H} hours before the end of the shortest "

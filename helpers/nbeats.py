@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from .checks import check_int
+from .checks import check_positive
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,10 @@ class WindowSampler:
     """
 
     def __init__(self, series, lookback: int, horizon: int, history_window: int, season: int):
+        check_int("lookback", lookback, 1)
+        check_int("horizon", horizon, 1)
+        check_int("history_window", history_window, 0)
+        check_int("season", season, 1)
         self.series = _check_series(series, lookback + horizon + 1, f"lookback {lookback} + horizon {horizon}")
         self.lookback, self.horizon, self.history_window = lookback, horizon, history_window
         self.lengths = np.array([len(y) for y in self.series])
@@ -123,9 +128,14 @@ class WindowSampler:
         self.padded = np.zeros((len(self.series), self.width), dtype=np.float32)
         for i, y in enumerate(self.series):
             self.padded[i, self.width - len(y):] = y
+        if season >= min(len(y) for y in self.series):
+            raise ValueError(f"season must be shorter than every series (the MASE scale compares values season "
+                             f"apart), got season={season}; the shortest series has "
+                             f"{min(len(y) for y in self.series)} values")
         self.mase_scale = np.array([np.mean(np.abs(y[season:] - y[:-season])) for y in self.series], np.float32)
 
     def __call__(self, batch: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        check_int("batch", batch, 1)
         L, H = self.lookback, self.horizon
         rows = rng.integers(0, len(self.series), batch)
         n = self.lengths[rows]
@@ -202,6 +212,11 @@ def train_forecaster(series, config: NBeatsConfig, log=None) -> tuple[nn.Module,
     if config.scaling not in SCALINGS:
         raise ValueError(f"config.scaling must be one of {SCALINGS}, got {config.scaling!r}")
     check_int("config.steps", config.steps, minimum=1)
+    check_int("config.batch", config.batch, minimum=1)
+    check_positive("config.lr", config.lr)
+    if config.scaling == "seasonal" and not 1 <= config.season <= config.lookback:
+        raise ValueError(f"config.season must be from 1 to config.lookback={config.lookback} with scaling='seasonal' "
+                         f"(the seasonal naive forecast repeats the window's last season values), got {config.season!r}")
     sampler = WindowSampler(series, config.lookback, config.horizon, config.history_window, config.season)
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)

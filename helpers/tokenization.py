@@ -274,6 +274,8 @@ class BPETokenizer:
 
     def token_str(self, i: int) -> str:
         """Readable form of token ``i`` (its bytes decoded, undecodable bytes escaped)."""
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < self.vocab_size:
+            raise ValueError(f"i must be a token id, an integer in [0, {self.vocab_size}), got {i!r}")
         return self.token_bytes[i].decode("utf-8", errors="backslashreplace")
 
     def __repr__(self) -> str:

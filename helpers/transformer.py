@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask, load_torch_mha_weights
+from .checks import check_positive
 
 __all__ = [
     "FeedForward",
@@ -164,7 +165,7 @@ class TransformerBlock(nn.Module):
         causal: if True, every position attends only to itself and earlier positions.
         dropout: dropout probability on each sublayer's output and inside the FFN (0 = none).
         bias: biases in the attention projections, the FFN and the LayerNorms (torch's layers have them).
-        eps: the LayerNorms' epsilon.
+        eps: the LayerNorms' epsilon, a finite number > 0.
 
     Submodules: ``self_attn`` (``helpers.attention.MultiHeadAttention``), ``ffn`` (``FeedForward``),
     ``norm1``, ``norm2`` (``nn.LayerNorm``).
@@ -190,6 +191,7 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"norm_first must be True (pre-norm) or False (post-norm), got {norm_first!r}")
         if not isinstance(causal, bool):
             raise ValueError(f"causal must be a bool, got {causal!r}")
+        check_positive("eps", eps)
         self.d_model, self.n_heads, self.d_ff = d_model, n_heads, d_ff
         self.norm_first, self.causal = norm_first, causal
         self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
@@ -291,6 +293,7 @@ class DecoderBlock(nn.Module):
         d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
         if not isinstance(norm_first, bool):
             raise ValueError(f"norm_first must be True (pre-norm) or False (post-norm), got {norm_first!r}")
+        check_positive("eps", eps)
         self.d_model, self.n_heads, self.d_ff, self.norm_first = d_model, n_heads, d_ff, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias)

@@ -247,3 +247,21 @@ def test_every_floating_point_dtype_is_accepted(dtype):
     x = torch.ones(1, 2, 3, dtype=dtype)
     out, weights = scaled_dot_product_attention(x, x, x)
     assert out.dtype == dtype and torch.allclose(weights.double(), torch.full((1, 2, 2), 0.5, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtypes", [(torch.float32, torch.float64, torch.float64),
+                                    (torch.float32, torch.float32, torch.float64),
+                                    (torch.float64, torch.float32, torch.float32)])
+def test_attention_refuses_mixed_float_dtypes(dtypes):
+    """Before: torch's 'expected scalar type Float but found Double' from inside the product."""
+    q, k, v = (torch.randn(2, 3, 4, dtype=d) for d in dtypes)
+    with pytest.raises(ValueError, match=r"q, k and v must have one dtype, got q torch\.float\d+, k torch\.float\d+, "
+                                         r"v torch\.float\d+"):
+        scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16])
+def test_attention_accepts_any_one_float_dtype(dtype):
+    q = torch.randn(2, 3, 4).to(dtype)
+    out, w = scaled_dot_product_attention(q, q, q)
+    assert out.dtype == w.dtype == dtype and out.shape == (2, 3, 4)

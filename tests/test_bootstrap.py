@@ -57,3 +57,12 @@ def test_bad_input_is_named():
         bootstrap_series({"a": [1.0, 2.0]}, stat, level=1.5)
     with pytest.raises(ValueError, match="non-empty dict"):
         bootstrap_series([], stat)
+
+
+def test_bootstrap_refuses_a_zero_level_and_accepts_a_tiny_one():
+    """Before: level 0 returned an 'interval' with lo = hi = the median of the draws."""
+    values = {"a": np.arange(5.0)}
+    with pytest.raises(ValueError, match=r"level must be a number in \(0, 1\), got 0"):
+        bootstrap_series(values, lambda v: v["a"].mean(), 10, 0)
+    out = bootstrap_series(values, lambda v: v["a"].mean(), 10, 1e-9)
+    assert out["lo"] <= out["hi"]

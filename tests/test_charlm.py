@@ -196,3 +196,72 @@ def test_budget_steps_refuses_a_budget_that_is_not_a_positive_number(seconds):
 def test_budget_steps_accepts_the_smallest_budgets():
     rates = {"steps_per_s": {"gpt": {"16": 9.5}}}
     assert charlm.budget_steps("gpt", 16, 1e-9, rates) == 1 and charlm.budget_steps("gpt", 16, 1, rates) == 10
+
+
+@pytest.mark.parametrize("batch, message", [
+    (0, r"batch must be >= 1, got 0"), (-1, r"batch must be >= 1, got -1"),
+    (16.0, r"batch must be an integer, got 16.0 \(float\)"), ("16", r"batch must be an integer, got '16' \(str\)"),
+    (True, r"batch must be an integer, got True \(bool\)"),
+])
+def test_budget_steps_refuses_a_batch_that_is_not_a_positive_integer(batch, message):
+    """Before: 'no throughput measured for gpt at batch 0' (as if it could be measured), and '16' silently worked."""
+    rates = {"steps_per_s": {"gpt": {"16": 9.5}}}
+    with pytest.raises(ValueError, match=message):
+        charlm.budget_steps("gpt", batch, 520.0, rates)
+
+
+def test_budget_steps_names_an_unknown_kind_and_accepts_a_batch_of_one():
+    rates = {"steps_per_s": {"gpt": {"1": 9.5}}}
+    with pytest.raises(ValueError, match=r"kind must be one of \['gpt'\], got 'rnn'"):
+        charlm.budget_steps("rnn", 1, 520.0, rates)
+    assert charlm.budget_steps("gpt", 1, 520.0, rates) == 4940
+
+
+@pytest.mark.parametrize("batch, context, message", [
+    (0, 8, r"batch must be >= 1, got 0"), (-1, 8, r"batch must be >= 1, got -1"),
+    (2, 0, r"context must be >= 1, got 0"), (2, 2.5, r"context must be an integer, got 2.5"),
+])
+def test_random_batch_refuses_empty_or_negative_sizes(batch, context, message):
+    """Before: batch 0 and context 0 silently returned empty tensors, -1 and 2.5 torch's own errors."""
+    with pytest.raises(ValueError, match=message):
+        charlm.random_batch(torch.arange(100) % 5, batch, context, torch.Generator().manual_seed(0))
+
+
+def test_random_batch_accepts_one_window_of_one_character():
+    x, y = charlm.random_batch(torch.arange(2), 1, 1, torch.Generator().manual_seed(0))
+    assert x.tolist() == [[0]] and y.tolist() == [[1]]
+
+
+def test_evaluate_refuses_a_zero_batch_or_a_split_without_a_prediction():
+    """Before: 'range() arg 3 must not be zero', and ZeroDivisionError for a one-character split."""
+    model = charlm.CharLSTM(charlm.LSTMConfig(vocab_size=5, context=8, d_model=8, n_layer=1))
+    data = torch.arange(100) % 5
+    with pytest.raises(ValueError, match=r"batch must be >= 1, got 0"):
+        charlm.evaluate(model, data, 0)
+    with pytest.raises(ValueError, match=r"data must hold at least 2 characters .*got 1"):
+        charlm.evaluate(model, data[:1])
+    assert math.isfinite(charlm.evaluate(model, data[:2], 1))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(grad_clip=0.0), r"grad_clip must be a finite number > 0, got 0.0"),
+    (dict(grad_clip=-1.0), r"grad_clip must be a finite number > 0, got -1.0"),
+    (dict(weight_decay=-0.1), r"weight_decay must be a finite number >= 0, got -0.1"),
+    (dict(lr=float("inf")), r"lr must be a finite number > 0, got inf"),
+])
+def test_train_config_refuses_settings_that_train_nothing_or_diverge(kwargs, message):
+    """Before: all four were accepted silently (torch does not check a param group's weight decay)."""
+    with pytest.raises(ValueError, match=message):
+        charlm.TrainConfig(steps=5, **kwargs)
+
+
+def test_train_config_accepts_no_weight_decay_and_a_tiny_clip():
+    cfg = charlm.TrainConfig(steps=5, weight_decay=0, grad_clip=1e-12)
+    assert cfg.weight_decay == 0 and cfg.grad_clip == 1e-12
+
+
+def test_kept_run_names_an_unknown_kind():
+    """Before: kept_run('rnn') returned the name of a run that does not exist."""
+    with pytest.raises(ValueError, match=r"kind must be one of \['gpt', 'lstm'\], got 'rnn'"):
+        charlm.kept_run("rnn")
+    assert charlm.kept_run("lstm") == "lstm_520s_seed0"

@@ -226,3 +226,22 @@ def test_model_and_cache_errors():
         model.generate(torch.zeros(1, 3, dtype=torch.long), 0)
     assert model.generate(torch.zeros(1, 30, dtype=torch.long), 20).shape == (1, 50), \
         "past block_size generation restarts from the last block_size // 2 tokens instead of failing"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: [torch.randn(1, 6, 4), torch.randn(1, 6, 4, dtype=torch.float64), torch.randn(1, 6, 4)],
+     r"q, k and v must be floating-point tensors of one dtype, got q torch\.float32, k torch\.float64"),
+    (lambda: [torch.ones(1, 6, 4, dtype=torch.long)] * 3,
+     r"q, k and v must be floating-point tensors of one dtype, got q torch\.int64"),
+    (lambda: [torch.randn(1, 0, 4)] * 3, r"q, k and v must hold at least one position T >= 1, got q of shape \(1, 0, 4\)"),
+])
+def test_sliding_window_attention_refuses_mixed_dtypes_integers_and_no_positions(make, message):
+    """Before: torch's 'expected scalar type Float but found Double/Long', and ZeroDivisionError for T = 0."""
+    with pytest.raises(ValueError, match=message):
+        sliding_window_attention(*make(), 2)
+
+
+def test_sliding_window_attention_accepts_one_position_in_float64():
+    q = torch.randn(1, 1, 4, dtype=torch.float64)
+    out = sliding_window_attention(q, q, q, 3)
+    assert out.dtype == torch.float64 and torch.allclose(out, q)

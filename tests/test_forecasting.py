@@ -113,3 +113,32 @@ def test_naive2_refuses_a_horizon_below_one_and_accepts_one():
         assert fc.naive2(y, 1, 24).shape == (1,)
     with pytest.raises(ValueError, match="horizon must be an integer, got 1.5"):
         fc.naive2(flat, 1.5, 24)
+
+
+@pytest.mark.parametrize("m, message", [
+    (0, r"m must be >= 1, got 0"), (-24, r"m must be >= 1, got -24"),
+    (2.5, r"m must be an integer, got 2.5 \(float\)"), (24.0, r"m must be an integer, got 24.0 \(float\)"),
+    (True, r"m must be an integer, got True \(bool\)"),
+])
+def test_naive2_refuses_a_seasonal_period_that_is_not_a_positive_integer(m, message):
+    """Before: m = 0 or -24 silently gave the plain naive forecast, 2.5 or 24.0 a TypeError from range()."""
+    y = np.sin(np.arange(200) * 2 * np.pi / 24) + 3
+    with pytest.raises(ValueError, match=message):
+        fc.naive2(y, 48, m)
+    with pytest.raises(ValueError, match=message):
+        fc.seasonality_test(y, m)
+
+
+def test_naive2_accepts_m_one_as_no_seasonality():
+    y = np.sin(np.arange(200) * 2 * np.pi / 24) + 3
+    np.testing.assert_array_equal(fc.naive2(y, 3, 1), np.full(3, y[-1]))
+    assert fc.seasonality_test(y, 1) is False and fc.seasonality_test(y, np.int64(24))
+
+
+def test_seasonal_indices_refuse_a_non_integer_period_and_accept_two():
+    y = np.arange(1.0, 21.0)
+    with pytest.raises(ValueError, match=r"m must be an integer, got 2.5 \(float\)"):
+        fc.seasonal_indices(y, 2.5)
+    with pytest.raises(ValueError, match=r"m must be >= 2, got 1"):
+        fc.seasonal_indices(y, 1)
+    assert fc.seasonal_indices(y, 2).shape == (2,)

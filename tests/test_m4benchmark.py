@@ -110,3 +110,24 @@ def test_split_at_accepts_the_edges_of_its_range(few):
     for back in (48, 699, np.int64(48)):
         h, a = bench.split_at(hist, test, back)
         assert a.shape == (len(hist), 48) and min(len(y) for y in h) == 700 - back
+
+
+@pytest.mark.parametrize("histories, rows, back, message", [
+    ([], 0, 96, r"histories must hold at least one series \(a list of 1-D arrays\), got an empty list"),
+    ([], 0, 0, r"histories must hold at least one series"),
+    ([np.arange(800.0)] * 2, 3, 0, r"test must hold one row of 48 values per series: 2 histories, test has shape \(3, 48\)"),
+    ([np.arange(40.0)], 1, 96, r"every history must be longer than 48 values to move the origin back \(back=96\); "
+                               r"the shortest has 40"),
+])
+def test_split_at_refuses_empty_or_mismatched_histories(histories, rows, back, message):
+    """Before: an empty list raised 'min() arg is an empty sequence' (back > 0) or returned two empty results
+    (back = 0); a test of the wrong length came back unchecked; a 40-value history was told 'from 48 to 39'."""
+    with pytest.raises(ValueError, match=message):
+        bench.split_at(histories, np.zeros((rows, 48)), back)
+
+
+def test_split_at_accepts_one_series_just_long_enough():
+    y = np.arange(49.0)
+    h, a = bench.split_at([y], np.zeros((1, 48)), 48)
+    assert len(h[0]) == 1 and a.shape == (1, 48)
+    assert bench.split_at([y], np.ones((1, 48)), 0)[1].shape == (1, 48)

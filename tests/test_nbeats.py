@@ -180,3 +180,51 @@ def test_smape_loss_names_mismatched_shapes_instead_of_broadcasting():
 
 def test_mase_loss_accepts_the_smallest_shapes():
     assert nbeats.mase_loss(torch.zeros(1, 1), torch.ones(1, 1), torch.tensor([2.0])).item() == 0.5
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(season=0), r"season must be >= 1, got 0"),
+    (dict(season=-2), r"season must be >= 1, got -2"),
+    (dict(season=400), r"season must be shorter than every series \(the MASE scale compares values season apart\), "
+                       r"got season=400; the shortest series has 300 values"),
+    (dict(lookback=0), r"lookback must be >= 1, got 0"),
+    (dict(history_window=-5), r"history_window must be >= 0, got -5"),
+])
+def test_window_sampler_refuses_bad_sizes(kwargs, message):
+    """Before: season 0 a numpy broadcasting error, 400 a NaN scale (a warning), -2 a wrong scale; lookback 0
+    silently empty inputs; history_window -5 an IndexError at the first batch."""
+    series = [np.random.default_rng(k).random(300) + 1 for k in range(3)]
+    args = dict(lookback=24, horizon=4, history_window=48, season=24) | kwargs
+    with pytest.raises(ValueError, match=message):
+        nbeats.WindowSampler(series, **args)
+
+
+def test_window_sampler_refuses_an_empty_batch_and_accepts_the_edges():
+    series = [np.random.default_rng(k).random(300) + 1 for k in range(3)]
+    sampler = nbeats.WindowSampler(series, 24, 4, 0, season=299)
+    with pytest.raises(ValueError, match=r"batch must be >= 1, got 0"):
+        sampler(0, np.random.default_rng(0))
+    x, y, scale = sampler(1, np.random.default_rng(0))
+    assert x.shape == (1, 24) and y.shape == (1, 4) and torch.isfinite(scale).all()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(batch=0), r"config\.batch must be >= 1, got 0"),
+    (dict(lr=0.0), r"config\.lr must be a finite number > 0, got 0\.0"),
+    (dict(season=30, scaling="seasonal"), r"config\.season must be from 1 to config\.lookback=24 with "
+                                          r"scaling='seasonal'.*got 30"),
+])
+def test_train_forecaster_refuses_bad_settings(kwargs, message):
+    """Before: batch 0 and lr 0 silently trained nothing, season 30 > lookback 24 repeated the wrong period."""
+    series = [np.random.default_rng(k).random(300) + 1 for k in range(3)]
+    cfg = nbeats.NBeatsConfig(**dict(lookback=24, horizon=4, width=8, layers=1, blocks=1, steps=2, batch=4) | kwargs)
+    with pytest.raises(ValueError, match=message):
+        nbeats.train_forecaster(series, cfg)
+
+
+def test_train_forecaster_accepts_a_season_as_long_as_the_lookback():
+    series = [np.random.default_rng(k).random(300) + 1 for k in range(3)]
+    cfg = nbeats.NBeatsConfig(lookback=24, horizon=4, width=8, layers=1, blocks=1, steps=1, batch=1, season=24,
+                              scaling="seasonal", lr=1e-9)
+    model, info = nbeats.train_forecaster(series, cfg)
+    assert info["steps"] == 1 and np.isfinite(info["final_loss"])

@@ -284,3 +284,16 @@ def test_agrees_with_hugging_face_tokenizers(corpus):
     assert hf_tokens == our_tokens
     assert len(hf.encode(probe).ids) == len(ours.encode(probe))
     assert hf.decode(hf.encode(probe).ids) == ours.decode(ours.encode(probe)) == probe
+
+
+@pytest.mark.parametrize("i", [-1, 999, 1.0, True])
+def test_token_str_refuses_an_id_outside_the_vocabulary(i):
+    """Before: -1 silently gave the last token's text, 999 an IndexError, 1.0 a TypeError."""
+    bpe = BPETokenizer.train("hello hello world", 260)
+    with pytest.raises(ValueError, match=rf"i must be a token id, an integer in \[0, {bpe.vocab_size}\), got {i!r}"):
+        bpe.token_str(i)
+
+
+def test_token_str_reads_the_first_and_last_ids():
+    bpe = BPETokenizer.train("hello hello world", 260)
+    assert bpe.token_str(0) == "\x00" and bpe.token_str(bpe.vocab_size - 1) == bpe.token_bytes[-1].decode()

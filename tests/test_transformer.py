@@ -267,3 +267,17 @@ def test_bad_inputs_raise_value_error_naming_them():
         block_flops(1, 0, D)
     with pytest.raises(ValueError, match="blocks"):
         TransformerStack([])
+
+
+@pytest.mark.parametrize("make", [lambda eps: TransformerBlock(8, 2, eps=eps), lambda eps: DecoderBlock(8, 2, eps=eps)])
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan")])
+def test_blocks_refuse_a_layernorm_epsilon_that_is_not_positive(make, eps):
+    """Before: eps = -1 built a block whose output held NaN rows; eps = 0 divided a constant row by zero."""
+    with pytest.raises(ValueError, match=rf"eps must be a finite number > 0, got {eps!r}"):
+        make(eps)
+
+
+def test_blocks_accept_a_tiny_epsilon():
+    x = torch.randn(1, 3, 8)
+    assert torch.isfinite(TransformerBlock(8, 2, eps=1e-12)(x)).all()
+    assert torch.isfinite(DecoderBlock(8, 2, eps=1e-12)(x, x)).all()
