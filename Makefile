@@ -6,6 +6,9 @@ PY := $(VENV)/bin/python
 HEAVY_EVAL ?= False
 # SOLUTIONS=hidden: a site without the exercise solutions, for a term in progress
 SOLUTIONS ?= shown
+# the fast tier's pytest workers (pytest-xdist); one test file stays on one worker (its module fixtures
+# load an executed notebook or start a browser once). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= auto
 BOOK_FLAGS := $(if $(filter True true 1,$(HEAVY_EVAL)),--heavy,) --solutions $(SOLUTIONS)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
@@ -43,7 +46,7 @@ $(AXE):
 
 # the fast tier, the README's test command: every test not marked `full` (pyproject.toml's markers)
 test: book browser $(AXE)
-	$(PY) -m pytest -m "not full"
+	$(PY) -m pytest -m "not full" -n $(TEST_WORKERS) --dist loadfile
 
 # the full tier only: the tests marked `full`, with the PDF built first and required
 full: book browser $(AXE) pdf
