@@ -292,7 +292,7 @@ def penalty_sweep(g):
     return ast.literal_eval(g["penalty_table"]), ast.literal_eval(g["penalty_lambdas"])
 
 
-@pytest.mark.claim("penalty-narrows-short-gap")
+@pytest.mark.claim("penalty-helps-short-local", "penalty-narrows-short-gap")
 def test_a_larger_penalty_narrows_the_short_series_gap_but_leaves_it_open(g, histories):
     table, lams = penalty_sweep(g)
     local, glob = table["local direct"]["700 h"], table["global direct"]["700 h"]

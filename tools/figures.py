@@ -478,12 +478,6 @@ PLOTS = [
      "Heatmap of cross-attention weight, output step against source token. The weight runs down the diagonal "
      "while the word is copied forwards and back up it while it is copied in reverse, tracing a V; the last "
      "step looks at the end-of-sequence token.", "auto"),
-    ("14_62", "cell-012", "fig-rolling-origins-h1",
-     "Rolling-origin evaluation with an expanding window on M4 Hourly H1: the fitting history and the scored "
-     "horizon at each origin.",
-     "Chart of horizontal bars, one per origin. Each bar covers the history available for fitting up to its "
-     "origin, followed by the scored horizon; the origins step forward by one horizon and the test window "
-     "comes last.", "auto"),
     ("14_62", "cell-016", "fig-recursive-vs-direct",
      "Scaled absolute error by step ahead for the recursive and the direct strategy, over all series and the "
      "inner origins.",
