@@ -79,6 +79,7 @@ def test_local_linear_models_win_and_only_they_beat_seasonal_naive(g):
     assert g["min_local_windows"] > 2 * g["n_ridge_coefs"]
 
 
+@pytest.mark.claim("mase-symmetric")
 def test_percentage_errors_fail_where_mase_does_not(g):
     # the 0.2 actual's share of MAPE: 0.5/0.2 against the sum of 0.5/y over y = 4, 0.2, 5, 1
     assert g["mape_small_share"] == pytest.approx(2.5 / (0.125 + 2.5 + 0.1 + 0.5))
@@ -86,7 +87,25 @@ def test_percentage_errors_fail_where_mase_does_not(g):
     assert g["smape_over"] == pytest.approx(40.0) and g["smape_under"] == pytest.approx(200 / 3)
     assert g["smape_under"] > g["smape_over"], "sMAPE penalises under-forecasts, so it rewards leaning high"
     assert g["mase_over"] == g["mase_under"] > 0, "MASE charges both misses alike"
-    assert g["mase_scale_diff"] < 1e-12, "MASE is scale-free"
+
+
+@pytest.mark.claim("shift-moves-percentages")
+def test_a_shift_of_the_units_moves_the_percentage_errors_and_not_mase(g):
+    """Recomputed by hand from the notebook's toy numbers: actuals 4, 0.2, 5, 1, each forecast 0.5 too high, seasonal
+    naive at lag 2 on the history 5, 1, 4, 2, 6, 0.5, 5, 1.5; the same numbers shifted by g['shift']."""
+    actual, history = np.array([4.0, 0.2, 5.0, 1.0]), np.array([5.0, 1.0, 4.0, 2.0, 6.0, 0.5, 5.0, 1.5])
+    forecast, b = actual + 0.5, g["shift"]
+
+    def by_hand(y, f, hist):
+        mape = 100 * np.mean(np.abs(y - f) / np.abs(y))
+        smape = 200 * np.mean(np.abs(y - f) / (np.abs(y) + np.abs(f)))
+        return mape, smape, np.mean(np.abs(y - f)) / np.mean(np.abs(hist[2:] - hist[:-2]))
+
+    same, shifted = by_hand(actual, forecast, history), by_hand(actual + b, forecast + b, history + b)
+    for metric, a, s in zip(("mape", "smape", "mase"), same, shifted):
+        assert g[f"{metric}_same"] == pytest.approx(a, rel=1e-9) and g[f"{metric}_shifted"] == pytest.approx(s, rel=1e-9)
+    assert g["mape_shifted"] < g["mape_same"] and g["smape_shifted"] < g["smape_same"], "the percentages fall"
+    assert g["mase_shift_diff"] < 1e-12 and g["mase_shifted"] == pytest.approx(g["mase_same"], abs=1e-12), "MASE stays"
 
 
 def test_exercise_solutions(g, histories):
