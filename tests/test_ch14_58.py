@@ -15,9 +15,21 @@ def test_split_and_vocabulary(g):
     assert g["block"] == 8
 
 
-def test_teacher_forcing_loss_is_the_flattened_cross_entropy(g):
-    assert g["teacher_forcing_gap"] < 1e-5
-    assert g["untrained_loss"] > g["uniform_val_nats"], "random logits are worse than uniform ones"
+@pytest.mark.claim("one-pass-equals-prefixes")
+def test_one_pass_gives_the_prefix_by_prefix_losses_for_models_that_keep_the_order(g):
+    float32_eps = 2.0 ** -23
+    for key in ("bigram", "gru"):
+        # float rounding: a few ulps of losses near 4 nats
+        assert g[f"tf_gap_{key}"] <= 8 * float32_eps * max(g[f"tf_one_pass_{key}"], 1.0), key
+        assert g[f"tf_one_pass_{key}"] == pytest.approx(g[f"tf_by_prefix_{key}"], abs=1e-5), key
+
+
+@pytest.mark.claim("bidirectional-leaks")
+def test_a_bidirectional_model_differs_at_every_position_but_the_last(g):
+    assert g["tf_min_gap_bigru"] > 1000 * g["tf_gap_gru"], "far above rounding, at every position before the last"
+    assert g["tf_gap_bigru"] >= g["tf_min_gap_bigru"]
+    assert g["tf_last_gap_bigru"] <= 8 * 2.0 ** -23 * g["tf_one_pass_bigru"], "...but the last: both passes read all of it"
+    assert g["tf_one_pass_bigru"] != pytest.approx(g["tf_by_prefix_bigru"], abs=1e-3)
 
 
 def test_unit_conversions(g):
