@@ -196,3 +196,9 @@ def test_exercise_solutions(g):
     assert g["gpt2_params_formula"] == g["gpt2_params_counted"] == 124_439_808
     assert g["gpt2_embedding_share"] == pytest.approx(50257 * 768 / 124_439_808, rel=1e-12)
     assert g["backward_over_forward"] == pytest.approx(2.0)
+
+
+@pytest.mark.claim("nograd-input-saves")
+def test_an_input_without_gradient_saves_part_of_the_backward_pass(g):
+    # the products that read such an input skip dL/dX; every other product still pays two
+    assert 1.0 < g["backward_over_forward_nograd"] < g["backward_over_forward"] - 0.1
