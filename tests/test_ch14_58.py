@@ -26,6 +26,11 @@ def test_one_pass_gives_the_prefix_by_prefix_losses_for_models_that_keep_the_ord
 
 @pytest.mark.claim("bidirectional-leaks")
 def test_a_bidirectional_model_differs_at_every_position_but_the_last(g):
+    import ast
+    gaps = ast.literal_eval(g["tf_gaps_bigru"])  # (T,) the largest gap over the batch at each position
+    assert g["tf_min_gap_bigru"] == pytest.approx(min(gaps[:-1]), rel=1e-6)
+    assert g["tf_gap_bigru"] == pytest.approx(max(gaps), rel=1e-6)
+    assert g["tf_last_gap_bigru"] == pytest.approx(gaps[-1], abs=1e-9)
     assert g["tf_min_gap_bigru"] > 1000 * g["tf_gap_gru"], "far above rounding, at every position before the last"
     assert g["tf_gap_bigru"] >= g["tf_min_gap_bigru"]
     assert g["tf_last_gap_bigru"] <= 8 * 2.0 ** -23 * g["tf_one_pass_bigru"], "...but the last: both passes read all of it"
