@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 STEM = "14_58_language_modelling_objective"
@@ -11,11 +12,10 @@ def test_split_and_vocabulary(g):
     assert g["V"] == 65
     assert g["n_train"] + g["n_val"] == 1_115_394
     assert g["n_train"] == int(0.9 * 1_115_394)
-    assert g["val_chars_all_in_train"] is True
     assert g["block"] == 8
 
 
-@pytest.mark.claim("one-pass-equals-prefixes")
+@pytest.mark.claim("one-pass-equals-prefixes", "takeaway-one-pass")
 def test_one_pass_gives_the_prefix_by_prefix_losses_for_models_that_keep_the_order(g):
     float32_eps = 2.0 ** -23
     for key in ("bigram", "gru"):
@@ -37,6 +37,7 @@ def test_a_bidirectional_model_differs_at_every_position_but_the_last(g):
     assert g["tf_one_pass_bigru"] != pytest.approx(g["tf_by_prefix_bigru"], abs=1e-3)
 
 
+@pytest.mark.claim("uniform-ln-v")
 def test_unit_conversions(g):
     assert abs(g["uniform_nats"] - math.log(65)) < 1e-12, "uniform cross-entropy is ln V exactly"
     assert g["ln_V"] == pytest.approx(math.log(65), abs=1e-15)
@@ -48,10 +49,10 @@ def test_unit_conversions(g):
         assert g[f"{key}_val_ppl"] == pytest.approx(math.exp(g[f"{key}_val_nats"]), rel=1e-12)
 
 
+@pytest.mark.claim("about-a-dozen")
 def test_baseline_ordering_on_validation(g):
     assert g["uniform_val_nats"] > g["unigram_val_nats"] > g["bigram_val_nats"]
-    assert g["unigram_gain_bits"] > 0.5 and g["bigram_gain_bits"] > 0.5
-    assert 8 < g["bigram_val_ppl"] < 16, "'about a dozen' continuations"
+    assert abs(g["bigram_val_ppl"] - 12) < 2.5, "'about a dozen' continuations"
     # fitted on training text: validation is (slightly) worse than training
     assert g["unigram_val_nats"] > g["unigram_train_nats"]
     assert g["bigram_val_nats"] > g["bigram_train_nats"]
@@ -79,17 +80,27 @@ def unseen_bigrams(codes):
     return [p for p in zip(va[:-1].tolist(), va[1:].tolist()) if p not in seen]
 
 
+@pytest.mark.claim("unseen-pairs")
 def test_uniform_closed_forms_and_unseen_bigrams_recounted(g, unseen_bigrams):
     assert g["uniform_val_bits"] == pytest.approx(math.log2(65)) and g["uniform_val_ppl"] == pytest.approx(65)
     assert g["n_unseen_bigrams"] == len(unseen_bigrams)
     assert g["n_unseen_bigrams_distinct"] == len(set(unseen_bigrams))
 
 
-def test_unseen_bigrams_need_smoothing(g):
-    assert g["n_unseen_bigrams"] > 0 and g["n_unseen_bigrams_distinct"] > 0
-    assert g["raw_bigram_val_is_inf"] is True
+@pytest.mark.claim("zero-makes-infinite", "raw-bigram-infinite")
+def test_unseen_bigrams_make_the_raw_bigram_infinite(g, codes):
+    import numpy as np
+
+    tr, va, V = codes["train"], codes["val"], codes["V"]
+    counts = np.bincount(tr[:-1] * V + tr[1:], minlength=V * V).reshape(V, V).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        P = counts / counts.sum(axis=1, keepdims=True)  # the raw relative frequencies
+        nll = -np.log(P[va[:-1], va[1:]])
+    assert g["n_unseen_bigrams"] > 0 and np.isinf(nll).sum() == g["n_unseen_bigrams"]
+    assert np.isinf(nll.mean()), "one zero makes the validation cross-entropy infinite"
 
 
+@pytest.mark.claim("gd-from-above", "cannot-beat-counting")
 def test_gradient_descent_recovers_the_counts(g):
     assert 0 <= g["neural_bigram_train_nats"] - g["mle_bigram_train_nats"] < 2e-3
 
@@ -99,8 +110,8 @@ def test_leakage(g):
     assert g["random_optimism_best"] > 0.1
 
 
+@pytest.mark.claim("smoothing-hardly-matters")
 def test_ngram_overfitting(g):
-    assert g["train_curve_decreasing"] is True
     assert 3 <= g["best_order"] < g["max_order"], "validation has an interior minimum"
     assert g["max_order_val_nats"] > g["best_order_val_nats"] + 0.3, "and rises again"
     assert g["max_order_train_nats"] < g["best_order_val_nats"]
@@ -111,6 +122,7 @@ def test_ngram_overfitting(g):
     assert g["unigram_k_effect"] == pytest.approx(abs(g["unigram_k001_val_nats"] - g["unigram_val_nats"]))
 
 
+@pytest.mark.claim("mle-counts", "perturbations-increase", "alpha-barely-matters", "bpe-per-token-higher", "bpe-worse-per-token")
 def test_exercise_solutions(g, glued):
     assert g["conditional_entropy_nats"] == pytest.approx(g["mle_bigram_train_nats"], abs=1e-10)
     assert g["perturbed_min_excess"] > 0
@@ -118,7 +130,7 @@ def test_exercise_solutions(g, glued):
     assert g["alpha_gap"] < 1e-3, "smoothing barely matters for bigrams"
     assert g["alpha_side"] == ("the chosen one slightly worse" if g["alpha_chosen_val_nats"] > g["bigram_val_nats"]
                                else "the chosen one slightly better")
-    assert g["bpe_unigram_bits_per_token"] > g["unigram_val_bits"], "worse per token"
+    assert g["bpe_unigram_bits_per_token"] > 1.2 * g["unigram_val_bits"], "much worse per token"
     assert g["bpe_unigram_bpc"] < g["unigram_val_bits"], "better per character"
     # the same 512-token tokenizer on the same validation text as §14.57 (cross-section oracle)
     assert g["bpe_chars_per_token"] == pytest.approx(glued("14_57_tokenization")["bpe_ratio_512"], rel=1e-12)
@@ -126,9 +138,11 @@ def test_exercise_solutions(g, glued):
 
 # ---- guards added for the claims check (issue 11 item 3) -------------------------------------
 
+@pytest.mark.claim("baseline-gains")
 def test_gains_are_differences_of_the_shown_cross_entropies(g):
     # "saves x bits per character over the uniform guess; knowing the previous character saves another y"
     assert g["unigram_gain_bits"] == pytest.approx(g["uniform_val_bits"] - g["unigram_val_bits"], rel=1e-9)
+    assert g["unigram_gain_bits"] > 0 and g["bigram_gain_bits"] > 0, "each saves bits"
     assert g["bigram_gain_bits"] == pytest.approx(g["unigram_val_bits"] - g["bigram_val_bits"], rel=1e-9)
     assert g["bigram_k_effect"] == pytest.approx(abs(g["bigram_k001_val_nats"] - g["bigram_val_nats"]))
     # bpc = bits per token / characters per token
@@ -173,6 +187,19 @@ def ngram_curves(codes):
     return rows
 
 
+@pytest.mark.claim("train-falls", "val-u-shape", "takeaway-orders")
+def test_the_training_curve_falls_and_the_validation_curve_turns(g, ngram_curves):
+    orders = sorted(ngram_curves)
+    train = [ngram_curves[n]["train"] for n in orders]
+    val = [ngram_curves[n]["val"] for n in orders]
+    assert all(b < a for a, b in zip(train, train[1:])), "falls with every added character"
+    best = orders[int(np.argmin(val))]
+    assert best == g["best_order"] and g["best_order_val_nats"] == pytest.approx(min(val), rel=1e-9)
+    i = orders.index(best)
+    assert all(b < a for a, b in zip(val[: i + 1], val[1: i + 1])), "falls to the best order"
+    assert all(b > a for a, b in zip(val[i:], val[i + 1:])), "then rises again: worse past it"
+
+
 @pytest.mark.claim("random-split-optimistic")
 def test_ngram_curve_recomputed(g, ngram_curves):
     top, best = g["max_order"], g["best_order"]
@@ -199,8 +226,19 @@ def leaky_bigram(codes):
     return float(-np.log(P[va[:-1], va[1:]]).mean())
 
 
+@pytest.mark.claim("leaky-looks-better")
 def test_leaky_bigram_recomputed(g, leaky_bigram):
     assert g["leaky_bigram_val_nats"] == pytest.approx(leaky_bigram, rel=1e-9)
+    assert leaky_bigram < g["bigram_val_nats"], "the leaky bigram looks better"
+
+
+@pytest.mark.claim("bigram-leak-small", "capacity-memorises")
+def test_a_bigram_memorises_little_and_higher_orders_more(g, leaky_bigram, ngram_curves):
+    # the bigram's gain from seeing the validation text is smaller than what the random split hands
+    # the best order in its least optimistic draw
+    best = g["best_order"]
+    least = ngram_curves[best]["val"] - max(ngram_curves[best]["draws"])
+    assert 0 < g["bigram_val_nats"] - leaky_bigram < least
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +259,7 @@ def kneser_ney():
     return held_out, lambda n, **kw: KneserNey(train, tok.vocab_size, n).nll(val, **kw).mean()
 
 
+@pytest.mark.claim("kn-order-chosen", "kn-removes-overfitting", "kn-no-gain-past", "kn-beats-addk", "kn-window", "kn-overfits-less", "takeaway-orders")
 def test_kneser_ney_baseline_as_stated(g, kneser_ney):
     held_out, val_nats = kneser_ney
     # the order is chosen on held-out training text: the minimum, with the loss rising past it to order 9
@@ -259,3 +298,38 @@ def test_alpha_is_chosen_on_held_out_training_text(g, codes):
     nats = [float(-np.log(((counts + a) / (counts.sum(axis=1, keepdims=True) + a * V))[held[:-1], held[1:]]).mean())
             for a in alphas]
     assert g["alpha_chosen"] == pytest.approx(alphas[int(np.argmin(nats))], rel=1e-9)
+
+
+@pytest.mark.claim("kn-overfits-less")
+def test_longer_contexts_help_the_networks(g, glued):
+    # "§14.59's networks show that much longer contexts do help": its LSTM, reading 64-character windows,
+    # is below Kneser-Ney (a context of kn_context characters) scored in the same windows, in every seed
+    lstm = glued("14_59_character_language_model")
+    assert g["kn_window"] == 64
+    assert lstm["lstm_520s_hi"] < g["kn_val_window_nats"]
+
+
+@pytest.mark.claim("vocab-covers-val")
+def test_every_validation_character_occurs_in_training():
+    from helpers.data import load_tiny_shakespeare
+    from helpers.tokenization import train_val_split
+
+    train_text, val_text = train_val_split(load_tiny_shakespeare())
+    assert set(val_text) <= set(train_text)
+
+
+@pytest.mark.claim("no-shift-copies")
+def test_without_the_shift_the_training_loss_falls_towards_zero(codes):
+    """The bigram logit table trained on unshifted targets (target = input) learns to copy its input."""
+    import torch
+
+    torch.manual_seed(0)
+    V, x = codes["V"], torch.as_tensor(codes["train"][:20_000])
+    W = torch.zeros(V, V, requires_grad=True)
+    opt = torch.optim.Adam([W], lr=0.5)
+    for _ in range(100):
+        loss = torch.nn.functional.cross_entropy(W[x], x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.01 * math.log(V), "towards zero"
