@@ -56,6 +56,7 @@ def test_validation_origins_are_a_week_apart_inside_the_training_data():
     assert set(m4benchmark.VALIDATION) == {"n-384", "n-216", "n-48"}
 
 
+@pytest.mark.claim("choices-on-validation", "classical-in-log", "frozen")
 def test_design_log_recomputed_from_the_validation_forecasts(m4):
     """Each candidate's validation scores, the freeze (lowest mean validation OWA) and the best classical method."""
     cached, hist, test = m4["cached"], m4["histories"], m4["test"]
@@ -88,6 +89,7 @@ def test_design_log_recomputed_from_the_validation_forecasts(m4):
         assert np.array_equal(fc[3], cached.tensors[f"seeds.{f}"].double().numpy()[0])
 
 
+@pytest.mark.claim("row-mean-over-seeds")
 def test_every_network_has_three_seeds_and_the_test_models_differ(m4):
     for f in FAMILIES:
         s = m4["cached"].tensors[f"seeds.{f}"].double().numpy()
@@ -95,6 +97,7 @@ def test_every_network_has_three_seeds_and_the_test_models_differ(m4):
         assert not np.allclose(s[0], s[1]), "independently seeded"
 
 
+@pytest.mark.claim("design-log", "val-best-classical")
 def test_design_log_shown_is_the_cached_one(g, m4):
     log = pd.DataFrame(m4["results"]["design_log"])
     kept = log[log.chosen].set_index("family")
@@ -113,6 +116,7 @@ def test_design_log_shown_is_the_cached_one(g, m4):
     assert g["val_neural_all_below_best_classical"].startswith("every" if below else "not every")
 
 
+@pytest.mark.claim("fewer-windows")
 def test_prose_claims_about_the_candidates_and_the_budget(g, m4):
     # "three candidates ...: seasonal/MASE, seasonal/sMAPE, level/sMAPE", same for both families
     for f in ("GRU", "Transformer"):
@@ -129,6 +133,7 @@ def test_prose_claims_about_the_candidates_and_the_budget(g, m4):
 
 # ------------------------------------------------------------------------------ the test window
 
+@pytest.mark.claim("demo-reproduces", "demo-reproduces-gap", "theta-close")
 def test_m4_anchor_reproduced_to_the_published_decimals(g):
     assert g["demo_gap"] < 1e-5, "the one-series call reproduces the cached forecasts"
     assert g["anchor_max_gap"] < 5e-4, "sMAPE and MASE of Naive, Seasonal Naive and Naive2 round to the published"
@@ -154,6 +159,7 @@ def test_anchor_owa_differs_from_the_published_only_by_rounding(g, m4):
     assert g["anchor_max_gap"] == pytest.approx(max(diffs), rel=1e-6) and max(diffs) < 5e-4
 
 
+@pytest.mark.claim("m4-best-figures")
 def test_published_table_is_the_one_data_readme_quotes():
     """Every published figure the section uses is one of the figures data/README.md cites (plus SES)."""
     text = (ROOT / "data" / "README.md").read_text()
@@ -169,6 +175,7 @@ def test_published_table_is_the_one_data_readme_quotes():
     assert owa(best["sMAPE"], best["MASE"], 18.383, 2.395) == pytest.approx(best["OWA"], abs=5e-4)
 
 
+@pytest.mark.claim("row-mean-over-seeds", "test-scores", "bc-test")
 def test_test_table_recomputed(g, m4):
     t = m4["table"]
     for f in FAMILIES:
@@ -189,6 +196,7 @@ def test_test_table_recomputed(g, m4):
                                                          for s in m4["cached"].tensors[f"seeds.{NEURAL}"].double().numpy()]))
 
 
+@pytest.mark.claim("neural-below-classical", "seed-spread", "snaive-hard", "verdict-every", "verdict-best", "takeaway-verdict", "takeaway-configs")
 def test_target_verdicts_follow_the_table(g, m4):
     t = m4["table"]
     cmin = t.loc[CLASSICAL].min()
@@ -218,6 +226,7 @@ def test_target_verdicts_follow_the_table(g, m4):
     assert g["snaive_vs_ets_theta"] == ("beats both" if snaive_wins else "does not beat both")
 
 
+@pytest.mark.claim("costs", "param-counts")
 def test_durations_sizes_and_manifest(g, m4):
     manifest = m4["cached"].manifest
     sec = m4["results"]["seconds"]
@@ -238,6 +247,7 @@ def test_durations_sizes_and_manifest(g, m4):
     assert g["member_params"] == sum(p.numel() for p in nbeats.build_model(m4benchmark.ensemble_members()[0]).parameters())
 
 
+@pytest.mark.claim("mean-over-median", "median-ranks")
 def test_mean_and_median_claims(g, m4):
     per, t = m4["per"], m4["table"]
     seed_medians = {f: np.mean([m4benchmark.scores(s, m4["histories"], m4["test"])["MASE"].median()
@@ -265,6 +275,7 @@ def test_origin_agreement_recomputed(g, m4):
     assert g["test_inside_inner"] == ("inside" if lo <= test <= hi else "outside")
 
 
+@pytest.mark.claim("below-one", "long-tail", "win-min", "win-bc", "paired-share", "hard-for-all", "not-a-sweep", "qualification-sweep", "takeaway-minority")
 def test_per_series_and_win_rates_recomputed(g, m4):
     per = m4["per"]
     mase = pd.DataFrame({m: per[m]["MASE"] for m in per})
@@ -283,8 +294,8 @@ def test_per_series_and_win_rates_recomputed(g, m4):
         assert g[f"{KEY[f]}_paired_share_better"] == pytest.approx((mase[f] < mase[bc]).mean())
         rank = lambda x: np.argsort(np.argsort(x.to_numpy()))
         assert g[f"{KEY[f]}_paired_rank_corr"] == pytest.approx(np.corrcoef(rank(mase[bc]), rank(mase[f]))[0, 1])
-    # "a lower mean is not a sweep": a classical method wins a sizeable share of series against every network
-    assert all(g[f"{KEY[f]}_win_bc"] < 0.95 for f in FAMILIES)
+    # "a lower mean is not a sweep": even against the ensemble, its closest rival is better on a sizeable minority
+    assert 0.2 < 1 - g["win_min"] < 0.5
     assert g["paired_rank_corr_min"] == pytest.approx(min(g[f"{KEY[f]}_paired_rank_corr"] for f in FAMILIES))
     assert g["paired_rank_corr_min"] > 0.3, "hard for one method, hard for the others"
     both = mase[[bc, *FAMILIES]].to_numpy()
@@ -293,6 +304,7 @@ def test_per_series_and_win_rates_recomputed(g, m4):
 
 # ------------------------------------------------------------------------------ members and combinations
 
+@pytest.mark.claim("median-combination", "loss-own-metric", "median-vs-best-member")
 def test_members_and_combinations_recomputed(g, m4):
     members = m4["cached"].tensors["members.test"].double().numpy()  # (seeds, 4, S, H)
     n2 = m4["per"]["Naive2"].mean()
@@ -327,6 +339,7 @@ def test_members_and_combinations_recomputed(g, m4):
     assert g["combo_seasonal_owa"] == pytest.approx(combos["seasonal members"])
 
 
+@pytest.mark.claim("selection", "selection-vs")
 def test_exercise_3_selection_recomputed(g, m4):
     cached, hist, test = m4["cached"], m4["histories"], m4["test"]
     inner = np.mean([[m4benchmark.scores(cached.tensors[f"forecast.{m}"].double().numpy()[o],
@@ -367,6 +380,7 @@ def rebuilt(m4):
     return out
 
 
+@pytest.mark.claim("rebuild-reproduces", "half-precision")
 def test_rebuilt_models_reproduce_the_cached_forecasts(g, rebuilt):
     assert g["rebuilt_mase_gap"] == pytest.approx(rebuilt["mase"], rel=1e-3, abs=1e-6)
     assert g["rebuilt_owa_gap"] == pytest.approx(rebuilt["owa"], rel=1e-2, abs=1e-7)
@@ -405,6 +419,7 @@ def bootstrap_gaps(m4):
     return out
 
 
+@pytest.mark.claim("gaps-bc", "nb-vs-m4")
 def test_bootstrap_gaps_drawn_again(g, bootstrap_gaps):
     for key, value in bootstrap_gaps.items():
         if isinstance(value, str):
@@ -413,6 +428,7 @@ def test_bootstrap_gaps_drawn_again(g, bootstrap_gaps):
             assert g[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
 
 
+@pytest.mark.claim("m4-best-figures", "ahead-of-bc", "vs-m4", "verdict-m4", "answer-1229")
 def test_bootstrap_claims(g):
     assert (g["m4_best_mase"], g["m4_best_smape"], g["m4_best_owa"]) == (M4_BEST["MASE"], M4_BEST["sMAPE"], M4_BEST["OWA"])
     assert (g["esrnn_smape"], g["esrnn_mase"], g["esrnn_owa"]) == (9.328, 0.893, 0.440)
@@ -435,3 +451,44 @@ def test_bootstrap_claims(g):
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="family must be one of"):
         m4benchmark.candidates("LSTM")
+
+
+@pytest.mark.claim("four-members", "configs-differ-in-size")
+def test_the_members_cross_two_scalings_with_two_losses_and_the_networks_differ_in_size(g):
+    members = m4benchmark.ensemble_members()
+    pairs = [(c.scaling, c.loss) for c in members]
+    assert sorted(pairs) == sorted((s, l) for s in ("level", "seasonal") for l in ("mase", "smape")), "each scaling twice"
+    assert g["n_members"] == len(members)
+    assert g["gru_params"] < g["trf_params"] < g["member_params"], "they differ in size"
+
+
+@pytest.mark.claim("takeaway-part-models")
+def test_the_transformer_beats_the_best_classical_method_and_the_gru_does_not(g, m4):
+    t, bc = m4["table"], g["best_classical"]
+    assert t.loc["Transformer", "OWA"] < t.loc[bc, "OWA"] < t.loc["GRU", "OWA"]
+
+
+@pytest.mark.claim("val-pessimistic", "val-harder-for-all")
+def test_validation_is_harder_than_the_test_window_for_the_networks_and_the_classical_method(g, m4):
+    log = pd.DataFrame(m4["results"]["design_log"])
+    kept = log[log.chosen].set_index("family")["OWA"]
+    t, bc = m4["table"], g["best_classical"]
+    for f in FAMILIES:
+        gap = kept[f] - t.loc[f, "OWA"]
+        assert g[f"{KEY[f]}_val_test_gap"] == pytest.approx(gap, rel=1e-9) and gap > 0, f
+    bc_gap = log[(log.family == "classical") & (log.design == bc)]["OWA"].iloc[0] - t.loc[bc, "OWA"]
+    assert g["bc_val_test_gap"] == pytest.approx(bc_gap, rel=1e-9) and bc_gap > 0, "harder for a refitted method too"
+
+
+@pytest.mark.claim("smape-abs-under", "smape-lean-high", "smape-ratio", "smape-bounded")
+def test_smape_is_asymmetric_in_the_error_and_symmetric_in_the_ratio():
+    from helpers.forecasting import smape
+
+    for y in (0.5, 3.0, 100.0):
+        for e in np.linspace(0.01, 0.99, 7) * y:
+            over, under = smape([y], [y + e]), smape([y], [y - e])
+            assert over == pytest.approx(200 * e / (2 * y + e)) and under == pytest.approx(200 * e / (2 * y - e))
+            assert under > over, "the under-forecast costs more, so sMAPE rewards leaning high"
+        for k in (1.1, 2.0, 10.0, 1e6):
+            assert smape([y], [k * y]) == pytest.approx(smape([y], [y / k])) == pytest.approx(200 * (k - 1) / (k + 1))
+            assert smape([y], [k * y]) < 200, "bounded by 200"
