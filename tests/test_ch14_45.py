@@ -8,6 +8,8 @@ import pytest
 import torch
 from torch import nn
 
+from helpers.data import load_m4_hourly
+
 
 STEM = "14_45_sequence_modelling_problems"
 
@@ -99,6 +101,23 @@ def test_the_weekly_autocorrelation_of_the_hourly_series(g):
     assert g["acf168_median"] > g["acf168_threshold"], "the median series still correlates a week back"
 
 
+@pytest.mark.claim("weekly-mostly-daily")
+def test_the_weekly_correlation_is_mostly_the_daily_echo(g):
+    by_lag = {lag: curve(g, f"acf{lag}_by_series") for lag in (144, 168, 192)}
+    # oracle: the three autocorrelations recomputed from the raw series
+    m4 = load_m4_hourly("train")
+    for i, (_, grp) in enumerate(m4.groupby("unique_id", sort=False)):
+        y = grp["y"].to_numpy() - grp["y"].mean()
+        for lag, acf in by_lag.items():
+            assert acf[i] == pytest.approx(np.dot(y[:-lag], y[lag:]) / np.dot(y, y), rel=1e-9, abs=1e-12)
+    for lag in (144, 192):
+        assert g[f"acf{lag}_median"] == pytest.approx(float(np.median(by_lag[lag])), rel=1e-12)
+        assert g[f"acf{lag}_median"] > 0.5 * g["acf168_median"], "a day off the week keeps most of the correlation"
+    peak = by_lag[168] > np.maximum(by_lag[144], by_lag[192])
+    assert g["acf168_share_peak"] == pytest.approx(float(peak.mean()), rel=1e-12)
+    assert g["acf168_share_peak"] < 0.5, "only a minority of series peak at the week"
+
+
 @pytest.mark.claim("mi-reach")
 def test_mutual_information_stays_above_the_floor_for_almost_three_lines(g):
     d, bits, floor = curve(g, "mi_distances"), curve(g, "mi_original_curve"), curve(g, "mi_shuffled_curve")
@@ -123,8 +142,26 @@ def test_mutual_information_rebounds_at_the_scale_of_a_line(g):
     assert 10 <= g["mi_dip_distance"] < g["mi_bump_distance"] < g["mi_reach"]
     assert g["line_length"] < g["mi_bump_distance"] < 2 * g["line_length"], "between one and two line lengths"
     assert 0.8 * g["line_length"] < g["mi_dip_distance"] < 1.2 * g["line_length"], "the low point: about one line"
-    assert g["mi_floor"] < g["mi_dip"] < 1.5 * g["mi_floor"], "not a slow tail: at one line it is near the floor"
+    assert g["mi_floor"] < g["mi_dip"] < 1.5 * g["mi_floor"], "at one line it is near the floor"
     assert g["mi_bump"] > 1.6 * g["mi_dip"], "the curve climbs back"
+    # "just past a line it carries far more of the dependence than the weak tail further out"
+    assert g["mi_bump"] - g["mi_floor"] > 5 * g["mi_tail_excess"]
+
+
+@pytest.mark.claim("mi-weak-tail")
+def test_a_weak_tail_stays_above_every_shuffled_estimate(g):
+    d, bits = curve(g, "mi_distances"), curve(g, "mi_original_curve")
+    null = np.array(ast.literal_eval(g["mi_null"]))  # (shuffles, distances)
+    assert null.shape == (5, len(d)) and (null[0] == curve(g, "mi_shuffled_curve")).all(), "the figure's shuffle first"
+    assert g["mi_null_n"] == null.size
+    assert g["mi_floor_sd"] == pytest.approx(null.std(), rel=1e-12) and g["mi_floor_max"] == null.max()
+    tail = d > g["mi_reach"]
+    assert g["mi_tail_n"] == tail.sum() and g["mi_max_distance"] == d.max()
+    assert g["mi_tail_above"] == (bits[tail] > null.max()).sum()
+    assert g["mi_tail_above"] > g["mi_tail_n"] / 2, "a tail remains: above the highest shuffled estimate at most distances"
+    excess = np.median(bits[tail] - g["mi_floor"])
+    assert g["mi_tail_excess"] == pytest.approx(excess, rel=1e-12)
+    assert 0 < excess < (g["mi_floor_factor"] - 1) * g["mi_floor"], "weak: below the threshold of the reach"
 
 
 @pytest.mark.claim("lstm-count")
