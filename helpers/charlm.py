@@ -190,8 +190,6 @@ class TrainConfig:
     def __post_init__(self):
         for name, minimum in (("steps", 1), ("batch", 1), ("warmup_steps", 1), ("n_evals", 1)):
             checks.check_int(name, getattr(self, name), minimum)
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
         checks.check_positive("lr", self.lr)
         checks.check_prob("min_lr_ratio", self.min_lr_ratio, allow_one=True)
         checks.check_positive("grad_clip", self.grad_clip)

@@ -244,6 +244,9 @@ def train_forecaster(series, config: NBeatsConfig, log=None) -> tuple[nn.Module,
 def predict(model: nn.Module, series, config: NBeatsConfig) -> np.ndarray:
     """Forecast the ``horizon`` values after the end of each series; returns ``(S, H)``."""
     series = _check_series(series, model.lookback, f"lookback {model.lookback}")
+    if config.scaling == "seasonal" and not 1 <= config.season <= model.lookback:
+        raise ValueError(f"config.season must be from 1 to the model's lookback {model.lookback} with scaling='seasonal' "
+                         f"(the seasonal naive forecast repeats the window's last season values), got {config.season!r}")
     x = torch.from_numpy(np.stack([y[-model.lookback:] for y in series]).astype(np.float32))
     return forecast_from_window(model, x, config.scaling, config.season).double().numpy()
 

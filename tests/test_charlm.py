@@ -85,7 +85,7 @@ def test_eval_steps_are_evenly_spaced_and_end_at_the_last_step():
 def test_configs_name_the_bad_argument():
     with pytest.raises(ValueError, match="steps must be >= 1"):
         charlm.TrainConfig(steps=0)
-    with pytest.raises(ValueError, match="lr must be a positive number"):
+    with pytest.raises(ValueError, match="lr must be a finite number > 0"):
         charlm.TrainConfig(steps=5, lr=-1.0)
     with pytest.raises(ValueError, match="context must be >= 1"):
         charlm.LSTMConfig(context=0)

@@ -228,3 +228,12 @@ def test_train_forecaster_accepts_a_season_as_long_as_the_lookback():
                               scaling="seasonal", lr=1e-9)
     model, info = nbeats.train_forecaster(series, cfg)
     assert info["steps"] == 1 and np.isfinite(info["final_loss"])
+
+
+@pytest.mark.parametrize("season", [0, 25])
+def test_predict_names_a_season_outside_the_lookback(season):
+    cfg = nbeats.NBeatsConfig(lookback=24, horizon=6, width=16, layers=2, blocks=2, scaling="seasonal", season=12)
+    net = nbeats.build_model(cfg)
+    bad = nbeats.NBeatsConfig(**{**nbeats.config_dict(cfg), "season": season})
+    with pytest.raises(ValueError, match="config.season must be from 1 to the model's lookback 24"):
+        nbeats.predict(net, [np.arange(48, dtype=float) + 1], bad)
