@@ -51,6 +51,8 @@ def runs(config: dict = CONFIG) -> list[dict]:
 
 def test_set(task: str, length: int, config: dict = CONFIG) -> tuple[torch.Tensor, torch.Tensor]:
     """The fixed test sequences of ``(task, length)``, shared by every model and seed -> (src, tgt), (N, T)."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     gen = torch.Generator().manual_seed(config["base_seed"] + 7919 * length + TASKS.index(task))
     return make_task(task, config["n_test"], length, config["vocab_size"], gen)
 

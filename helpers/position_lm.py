@@ -70,6 +70,8 @@ def eval_windows(val: torch.Tensor, config: dict = HEAVY_RUN) -> tuple[torch.Ten
 
 def lr_at(step: int, config: dict = HEAVY_RUN) -> float:
     """Linear warm-up, then cosine decay to ``min_lr_ratio * lr`` at the last step."""
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= config["steps"]:
+        raise ValueError(f"step must be an integer from 0 to config['steps']={config['steps']}, got {step!r}")
     warm = min(1.0, (step + 1) / config["warmup_steps"])
     cosine = 0.5 * (1 + math.cos(math.pi * step / config["steps"]))
     return config["lr"] * warm * (config["min_lr_ratio"] + (1 - config["min_lr_ratio"]) * cosine)
@@ -103,6 +105,10 @@ def train_steps(model: GPT, train: torch.Tensor, seed: int, config: dict = HEAVY
 @torch.no_grad()
 def loss_by_position(model: GPT, x: torch.Tensor, y: torch.Tensor, batch: int = 64) -> torch.Tensor:
     """Cross-entropy (nats) at every position of the windows ``x``, ``y`` ``(n, T)``, averaged over them -> ``(T,)``."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive integer (windows per forward pass), got {batch!r}")
+    if len(x.shape) != 2 or x.shape != y.shape or len(x) == 0:
+        raise ValueError(f"x and y must be non-empty windows of one shape (n, T), got {tuple(x.shape)} and {tuple(y.shape)}")
     model.eval()
     total = torch.zeros(x.shape[1])
     for i in range(0, len(x), batch):

@@ -60,3 +60,8 @@ def test_test_sets_are_fixed_and_differ_between_tasks():
     rev = bn.test_set("reversal", 5, TINY)
     assert torch.equal(rev[1], rev[0].flip(1))
     assert not torch.equal(rev[0], a[0])
+
+
+def test_an_unknown_task_is_named():
+    with pytest.raises(ValueError, match=r"task must be one of \('copy', 'reversal'\), got 'sort'"):
+        bn.test_set("sort", 5)

@@ -70,3 +70,15 @@ def test_model_from_tensors_round_trips_and_names_what_is_stored():
         assert torch.equal(back(x)[0], model(x)[0])
     with pytest.raises(ValueError, match="no weights for 'alibi' seed 1"):
         position_lm.model_from_tensors(tensors, "alibi", 1, 7, SMALL)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match=r"step must be an integer from 0 to config\['steps'\]"):
+        position_lm.lr_at(-1)
+    with pytest.raises(ValueError, match="step must be an integer"):
+        position_lm.lr_at(position_lm.HEAVY_RUN["steps"] + 1)  # the cosine would climb again
+    x = torch.zeros(2, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match="batch must be a positive integer"):
+        position_lm.loss_by_position(None, x, x, batch=0)
+    with pytest.raises(ValueError, match=r"x and y must be non-empty windows of one shape \(n, T\), got \(2, 5\) and \(2, 4\)"):
+        position_lm.loss_by_position(None, x, x[:, :4])
