@@ -17,6 +17,7 @@ import plotly.io as pio
 from plotly.io._base_renderers import MimetypeRenderer
 
 from .book import building_book
+from .checks import check_positive
 
 #: Okabe & Ito's colour-blind-safe palette, the book's discrete colours in order.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -31,6 +32,11 @@ def theme_book(base_size: float = 11, figure_size: tuple[float, float] = (7.0, 4
 
     Add it last: ``ggplot(...) + geom_line() + theme_book()``.
     """
+    check_positive("base_size", base_size)
+    if len(tuple(figure_size)) != 2:
+        raise ValueError(f"figure_size must be (width, height) in inches, got {figure_size!r}")
+    for side in figure_size:
+        check_positive("figure_size's width and height", side)
     return p9.theme_minimal(base_size=base_size) + p9.theme(
         figure_size=figure_size,
         dpi=110,

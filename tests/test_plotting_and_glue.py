@@ -101,3 +101,15 @@ def test_repository_url_is_read_from_the_config(monkeypatch):
     assert book.repository_url().startswith("https://github.com/")
     monkeypatch.setattr(book, "book_config", lambda: {"repository": {"url": "https://example.org/fork/"}})
     assert book.repository_url() == "https://example.org/fork", "follows _config.yml, not a typed copy"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"base_size": 0}, "base_size must be a finite number > 0"),
+    ({"figure_size": (7,)}, r"figure_size must be \(width, height\) in inches"),
+    ({"figure_size": (7, -1)}, "figure_size's width and height must be a finite number > 0"),
+])
+def test_theme_book_names_a_bad_size(kwargs, message):
+    from helpers.plotting import theme_book
+
+    with pytest.raises(ValueError, match=message):
+        theme_book(**kwargs)
