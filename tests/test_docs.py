@@ -101,3 +101,12 @@ def test_a_heavy_sections_prose_gives_its_retrain_time(stem, glued):
     """§14.48 states what its retrain took, glued from the cache's manifest."""
     minutes = glued(stem)["heavy_minutes"]
     assert round(minutes) == next(h["minutes"] for h in _heavy() if h["stem"] == stem)
+
+
+def test_the_module_map_lists_every_helpers_module():
+    """helpers/__init__.py's docstring is the map of the package: every module appears in it, and nothing else."""
+    import helpers
+
+    listed = set(re.findall(r"``helpers\.(\w+)``", helpers.__doc__))
+    modules = {p.stem for p in (ROOT / "helpers").glob("*.py") if p.stem != "__init__"}
+    assert listed == modules, f"missing from the map: {sorted(modules - listed)}; not a module: {sorted(listed - modules)}"
