@@ -299,9 +299,10 @@ COMMITTED = sorted(p.parent.name for p in cache.CACHE_DIR.glob("*/manifest.json"
 def _current(name):
     """The code and config that the book's current helpers would record for a cache entry,
     computed from the modules (not read back from the entry's own manifest)."""
-    from helpers import bottleneck, charlm, m4benchmark, position_lm
+    from helpers import bottleneck, charlm, m4benchmark, position_lm, recall
 
     writers = {bottleneck.CACHE_NAME: (bottleneck.cache_code(), bottleneck.cache_config()),
+               recall.CACHE_NAME: (recall.cache_code(), recall.cache_config()),
                charlm.CACHE_NAME: (charlm.cache_code(), charlm.cache_config()),
                m4benchmark.CACHE_NAME: (m4benchmark.cache_code(), m4benchmark.cache_config()),
                position_lm.CACHE_NAME: (position_lm.cache_code(), position_lm.cache_config())}
@@ -458,9 +459,9 @@ def test_a_checkout_imported_through_a_symlink_finds_its_caches_fresh(tmp_path):
 
     link = tmp_path / "book"
     link.symlink_to(cache.REPO_ROOT, target_is_directory=True)
-    probe = ("from helpers import cache, bottleneck, charlm, m4benchmark as m4, position_lm\n"
+    probe = ("from helpers import cache, bottleneck, charlm, m4benchmark as m4, position_lm, recall\n"
              "print(charlm.__file__)\n"
-             "for w in (bottleneck, charlm, m4, position_lm):\n"
+             "for w in (bottleneck, charlm, m4, position_lm, recall):\n"
              "    cache.verify_cache(w.CACHE_NAME, code=w.cache_code(), config=w.cache_config())\n"
              "    print('fresh', w.CACHE_NAME)\n")
     out = subprocess.run([sys.executable, "-P", "-c", probe], cwd=link, capture_output=True, text=True,   # -P: no cwd on the path

@@ -296,3 +296,111 @@ def test_recall_rnn_figures_are_recomputed(g, recall_rnn_rerun):
     assert g["recall_acc_rnn_min"] == pytest.approx(min(accuracies), abs=1e-9)
     assert g["recall_acc_rnn_max"] == pytest.approx(max(accuracies), abs=1e-9)
     assert g["recall_acc_rnn_mean"] == pytest.approx(sum(accuracies) / len(accuracies), abs=1e-9)
+
+
+# ------------------------------------------------------------------------------ the recall sweep (cache/recall)
+
+@pytest.fixture(scope="module")
+def sweep(g):
+    """The sweep's runs as the notebook glued them, checked against the cache: {(cell, lag, lr): [steps or None per seed]}."""
+    from helpers import recall
+
+    runs = ast.literal_eval(g["sweep_table"])
+    cached = recall.load().results["runs"]
+    assert runs == [{k: r[k] for k in ("cell", "lag", "lr", "seed", "steps_to_target")} for r in cached]
+    table = {}
+    for r in runs:
+        table.setdefault((r["cell"], r["lag"], r["lr"]), []).append(r["steps_to_target"])
+    return table
+
+
+def n_reached(sweep, cell, lag):
+    return sum(s is not None for (c, l, _), steps in sweep.items() if (c, l) == (cell, lag) for s in steps)
+
+
+@pytest.mark.claim("sweep-lstm-fails-at-40", "takeaway-recall")
+def test_the_default_and_forget_bias_1_lstms_never_reach_the_target_at_lag_40(g, sweep):
+    lag = g["recall_lag"]
+    for cell in ("LSTM (forget bias 1)", "LSTM (torch default)"):
+        runs = [s for (c, l, _), steps in sweep.items() if (c, l) == (cell, lag) for s in steps]
+        assert len(runs) == g["sweep_runs_per_lag"] and all(s is None for s in runs), cell
+
+
+@pytest.mark.claim("sweep-fb3-learns", "takeaway-sweep")
+def test_forget_bias_3_learns_at_the_lower_learning_rates(g, sweep):
+    lag, lrs = g["recall_lag"], sorted({lr for (_, _, lr) in sweep})
+    fb3 = {lr: sweep[("LSTM (forget bias 3)", lag, lr)] for lr in lrs}
+    assert all(s is not None for lr in lrs[:2] for s in fb3[lr]), "every seed at the two lower learning rates"
+    assert all(s is None for s in fb3[lrs[-1]]) and g["sweep_lr_high"] == lrs[-1], "fails at the highest"
+    at = {c: sweep[(c, lag, g["recall_lr"])] for c in ("LSTM (forget bias 3)", "RNN", "GRU")}
+    for key, c in (("fb3", "LSTM (forget bias 3)"), ("rnn", "RNN"), ("gru", "GRU")):
+        assert g[f"sweep40_median_{key}"] == float(np.median(at[c]))
+    # "as fast as the RNN": the medians' gap is within the seeds' own spread; "faster than the GRU on every seed"
+    assert abs(np.median(at["LSTM (forget bias 3)"]) - np.median(at["RNN"])) <= np.ptp(at["RNN"])
+    assert max(at["LSTM (forget bias 3)"]) < min(at["GRU"])
+
+
+@pytest.mark.claim("sweep-lr-matters")
+def test_the_rnn_and_the_gru_depend_on_the_learning_rate(g, sweep):
+    lag, lrs = g["recall_lag"], sorted({lr for (_, _, lr) in sweep})
+    every = [lr for lr in lrs if all(s is not None for s in sweep[("RNN", lag, lr)])]
+    assert every == [g["recall_lr"]], "all RNN seeds reach the target only at the section's learning rate"
+    assert g["sweep_lr_low"] == lrs[0] and all(s is None for s in sweep[("GRU", lag, lrs[0])])
+
+
+@pytest.mark.claim("sweep-lag-monotone")
+def test_no_more_runs_reach_the_target_at_a_longer_lag(sweep):
+    lags = sorted({l for (_, l, _) in sweep})
+    for cell in {c for (c, _, _) in sweep}:
+        counts = [n_reached(sweep, cell, lag) for lag in lags]
+        assert all(b <= a for a, b in zip(counts, counts[1:])), (cell, counts)
+
+
+@pytest.mark.claim("sweep-lstm-reach-ranks", "sweep-rnn-least-reach-learns", "reach-did-not-rank")
+def test_reach_ranks_the_lstms_but_not_the_rnn(g, sweep):
+    for lag in sorted({l for (_, l, _) in sweep}):
+        ranked = [n_reached(sweep, c, lag) for c in ("LSTM (torch default)", "LSTM (forget bias 1)", "LSTM (forget bias 3)")]
+        assert ranked == sorted(ranked), (lag, ranked)   # larger forget bias (larger reach), at least as many runs
+    lag = g["recall_lag"]
+    assert n_reached(sweep, "LSTM (forget bias 3)", lag) > n_reached(sweep, "LSTM (forget bias 1)", lag)
+    # the RNN has the least reach at initialisation, and still learns at a suitable learning rate
+    assert g["reach40_rnn"] < min(g["reach40_gru"], g["reach40_lstm_default"], g["reach40_lstm_fb1"])
+    assert all(s is not None for s in sweep[("RNN", lag, g["recall_lr"])])
+    assert n_reached(sweep, "RNN", lag) > n_reached(sweep, "LSTM (forget bias 1)", lag)
+    # the first experiment: at 500 steps the RNN learned and the LSTM with forget bias 1 did not
+    assert curve(g, "recall_acc_rnn_by_seed").min() > curve(g, "recall_acc_lstm_by_seed").max()
+    keep = {b: (1 / (1 + math.exp(-b))) ** lag for b in (1.0, 3.0)}
+    assert (g["keep40_fb1"], g["keep40_fb3"]) == (pytest.approx(keep[1.0]), pytest.approx(keep[3.0]))
+
+
+@pytest.mark.claim("same-as-teaching-copy")
+def test_the_helper_is_the_notebooks_task_network_and_loop(g):
+    """helpers.recall.train, run as the first experiment ran (its budget, no early stop), gives the notebook's
+    final accuracies for the first seed of each cell."""
+    from helpers import recall
+
+    seed = 1447
+    for kind, fb, name in (("rnn", None, "rnn"), ("lstm", 1.0, "lstm")):
+        curve_, _ = recall.train(kind, seed, g["recall_lag"], g["recall_lr"], fb, steps=g["recall_steps"])
+        assert curve_[-1]["accuracy"] == curve(g, f"recall_acc_{name}_by_seed")[0], name
+
+
+def test_a_sweep_run_recomputed():
+    """One run of the cache recomputed: the forget-bias-3 LSTM at lag 40, learning rate 0.01, first seed."""
+    from helpers import recall
+
+    cached = next(r for r in recall.load().results["runs"]
+                  if (r["cell"], r["lag"], r["lr"], r["seed"]) == ("LSTM (forget bias 3)", 40, 0.01, 1447))
+    curve_, _ = recall.train("lstm", 1447, 40, 0.01, 3.0, target=recall.CONFIG["target"])
+    assert curve_[-1]["step"] == cached["steps_to_target"] and curve_[-1]["accuracy"] == cached["last_accuracy"]
+
+
+def test_the_recall_helper_names_bad_arguments():
+    import torch
+
+    from helpers import recall
+
+    with pytest.raises(ValueError, match="lr must be a finite number > 0"):
+        recall.train("rnn", 0, 10, 0.0)
+    with pytest.raises(ValueError, match="lag must be >= 1"):
+        recall.recall_batch(4, 0, torch.Generator())
