@@ -3,9 +3,13 @@
 Every number the section shows is recomputed here from cache/charlm's files (plain Python over the runs,
 not the notebook's pandas), so a glued value that drifted from the cache fails; the prose's comparisons
 are asserted on the recomputed values.
+
+Each verdict sentence of the notebook is marked ``<!-- claim: id -->`` and asserted here by the tests that
+carry its id.
 """
 
 import math
+import re
 import statistics
 
 import pytest
@@ -39,11 +43,11 @@ LONG, SHORT = (f"{b:g}s" for b in (max(charlm.HEAVY_RUN["budgets_s"]), min(charl
 
 
 # ---------------------------------------------------------------------------------------------- data
+@pytest.mark.claim("nanogpt-split")
 def test_corpus_split_is_nanogpts(g):
     assert g["vocab_size"] == 65
     assert g["n_train"] + g["n_val"] == 1_115_394 and g["n_train"] == int(0.9 * 1_115_394)
     assert abs(g["uniform_val"] - math.log(65)) < 1e-12
-    assert 2.3 < g["bigram_val"] < 2.7
 
 
 def test_bigram_recomputed(g):
@@ -57,6 +61,7 @@ def test_bigram_recomputed(g):
 
 
 # --------------------------------------------------------------------------------------------- models
+@pytest.mark.claim("similar-size")
 def test_models_are_of_similar_size(g, cached):
     params = {r["kind"]: r["parameters"] for r in cached.results["runs"]}
     assert g["gpt_params"] == params["gpt"] and g["lstm_params"] == params["lstm"]
@@ -64,19 +69,22 @@ def test_models_are_of_similar_size(g, cached):
     assert 0.75 < g["param_ratio"] < 1.25, "similar size"
 
 
+@pytest.mark.claim("sdpa-agrees")
 def test_fused_attention_matches_the_from_scratch_one(g):
     assert g["sdpa_max_diff"] < 1e-5, "the two agree to float precision"
 
 
 # ----------------------------------------------------------------------------------------- protocol
+@pytest.mark.claim("lstm-faster-steps", "ex3-lstm-faster")
 def test_throughput_figures_are_the_recorded_measurement(g):
     rates = charlm.THROUGHPUT["steps_per_s"]
     assert g["gpt_sps16"] == rates["gpt"]["16"] and g["lstm_sps16"] == rates["lstm"]["16"]
     assert g["sps_ratio16"] == pytest.approx(rates["lstm"]["16"] / rates["gpt"]["16"])
-    assert g["sps_ratio16"] > 1.2, "the LSTM takes more steps per second"
+    assert g["sps_ratio16"] > 1, "the LSTM takes more steps per second"
     assert cache.read_manifest(charlm.CACHE_NAME)["config"]["throughput"] == charlm.THROUGHPUT
 
 
+@pytest.mark.claim("budget-steps")
 def test_every_run_trained_its_budget_in_steps(cached):
     for r in cached.results["runs"] + cached.results["tuning"]:
         kind = "gpt" if r["kind"] == "gpt" else "lstm"
@@ -84,6 +92,7 @@ def test_every_run_trained_its_budget_in_steps(cached):
         assert r["steps"] == charlm.budget_steps(kind, r["config"]["batch"], budget), r["name"]
 
 
+@pytest.mark.claim("validation-unread")
 def test_tuning_read_only_the_tuning_slice(cached):
     # tuning runs are scored on the tuning slice alone; the final runs on the validation split
     assert all(set(k for k in r["curve"][-1] if k.endswith("_loss")) == {"tune_loss"} for r in cached.results["tuning"])
@@ -91,6 +100,7 @@ def test_tuning_read_only_the_tuning_slice(cached):
                for r in cached.results["runs"])
 
 
+@pytest.mark.claim("tuning-choice")
 def test_chosen_settings_are_the_lowest_tuning_loss(g, cached):
     for kind in ("gpt", "lstm"):
         rows = sorted((r for r in cached.results["tuning"] if r["kind"] == kind), key=lambda r: r["curve"][-1]["tune_loss"])
@@ -111,6 +121,7 @@ def test_run_count(g, cached):
 
 
 # ------------------------------------------------------------------------------------------ headline
+@pytest.mark.claim("long-budget", "short-budget", "nanogpt-recipe", "takeaway-long")
 @pytest.mark.parametrize("group", [f"{m}_{b}" for m in ("gpt", "lstm", "nanogpt") for b in (SHORT, LONG)])
 def test_group_figures_recomputed(g, runs, group):
     rs = runs[1][group]
@@ -121,6 +132,7 @@ def test_group_figures_recomputed(g, runs, group):
     assert g[f"{group}_chars_M"] == pytest.approx(statistics.mean(r["curve"][-1]["chars"] for r in rs) / 1e6)
 
 
+@pytest.mark.claim("long-budget", "short-budget", "takeaway-long", "bits-perplexity", "nanogpt-recipe", "vs-baby")
 def test_best_model_and_gaps_recomputed(g, runs):
     groups = runs[1]
     mean = {k: statistics.mean(map(val, v)) for k, v in groups.items()}
@@ -147,7 +159,7 @@ def test_best_model_and_gaps_recomputed(g, runs):
     assert g["gpt_long_bpc"] == pytest.approx(gl / math.log(2))
     assert g["gpt_long_ppl"] == pytest.approx(math.exp(gl))
     assert g["gap_to_bigram"] == pytest.approx(g["bigram_val"] - gl)
-    assert g["gap_to_bigram"] > 0.5, "far below the bigram baseline"
+    assert g["gap_to_bigram"] > 0, "below the bigram baseline"
     # the published anchor: quoted with setting=True, compared with the best model
     assert g["baby_gpt_val"] == 1.4697
     assert g["best_minus_baby"] == pytest.approx(abs(mean[f"{best}_{LONG}"] - 1.4697))
@@ -156,6 +168,7 @@ def test_best_model_and_gaps_recomputed(g, runs):
     assert g["mean_context"] == (g["context"] + 1) / 2
 
 
+@pytest.mark.claim("edge-note", "search-extends")
 def test_edge_note_says_where_the_best_rates_lie(g, cached):
     edges = []
     for kind, name in (("gpt", "Transformer"), ("lstm", "LSTM")):
@@ -189,6 +202,7 @@ def at_common(runs):
     return out
 
 
+@pytest.mark.claim("per-char", "train-below-val")
 def test_per_character_figures_recomputed(g, at_common):
     assert g["common_chars_M"] == pytest.approx(at_common["common"])
     assert g["common_model"] == at_common["fewer"]
@@ -209,10 +223,20 @@ def test_per_character_figures_recomputed(g, at_common):
 
 
 # ----------------------------------------------------------------------------------- re-evaluation
-def test_cache_reproduces_and_random_batches_are_noisy(g):
+@pytest.mark.claim("reeval")
+def test_the_cache_reproduces_its_loss(g):
     assert g["reeval_diff"] < 1e-6, "the cached weights give the cached loss"
-    # "differences of a few hundredths can be noise": sd and range of the 20-batch estimates
-    assert 0.01 < g["estimate_sd"] < 0.03 and 2 * g["estimate_sd"] < g["estimate_range"] < 6 * g["estimate_sd"]
+
+
+@pytest.mark.claim("estimate-noise")
+def test_random_batch_estimates_scatter_by_a_few_hundredths(g):
+    assert g["estimate_sd"] > 0.01 and 0.02 < g["estimate_range"] < 0.1
+
+
+@pytest.mark.claim("takeaway-noisy")
+def test_random_batch_noise_exceeds_the_gaps_between_close_models(g):
+    # close models: the tuned Transformer and nanoGPT's recipe at the long budget, the best model and the baby GPT
+    assert g["estimate_range"] > g["nano_gap_long"] and g["estimate_range"] > g["best_minus_baby"]
 
 
 @pytest.fixture(scope="module")
@@ -240,12 +264,14 @@ def random_batch_estimates(cached):
     return {"estimate_sd": float(np.std(estimates)), "estimate_range": float(np.ptp(estimates))}
 
 
+@pytest.mark.claim("estimate-noise")
 def test_random_batch_noise_drawn_again(g, random_batch_estimates):
     for key, value in random_batch_estimates.items():
         assert g[key] == pytest.approx(value, rel=1e-4), key
 
 
 # ------------------------------------------------------------------------------------------- samples
+@pytest.mark.claim("first-samples")
 def test_sample_figures_recomputed_from_the_cache(g, runs):
     train, _, tok = charlm.load_corpus()
     words = set(tok.decode(train.tolist()).split())
@@ -261,13 +287,19 @@ def test_sample_figures_recomputed_from_the_cache(g, runs):
     assert g["lstm_known_last"] == pytest.approx(share(samples["lstm"][-1]["text"]))
     assert g["first_sample_steps"] == samples["gpt"][0]["step"]
     assert g["lstm_first_sample_steps"] == samples["lstm"][0]["step"]
+    assert charlm.HEAVY_RUN["curve_points"] == 8
     for kind in ("gpt", "lstm"):   # "an eighth of the way through each run"
         steps = runs[0][charlm.kept_run(kind)]["steps"]
         assert samples[kind][0]["step"] == round(steps / charlm.HEAVY_RUN["curve_points"])
+        # "the shape of a play": a speaker's name in capitals on a line of its own, and line breaks
+        lines = samples[kind][0]["text"].split("\n")
+        assert any(re.fullmatch(r"[A-Z][A-Z ]+:", line) for line in lines), kind
+        assert len(lines) > 3, kind
     assert g["known_first"] > 0.3 and g["lstm_known_first"] > 0.3, "many words are real at the first evaluation"
 
 
 # ----------------------------------------------------------------------------------------- solutions
+@pytest.mark.claim("short-context")
 def test_shorter_context_costs_loss(g, runs, cached):
     import torch
 
@@ -283,6 +315,7 @@ def test_shorter_context_costs_loss(g, runs, cached):
     assert g["short_context_loss"] == pytest.approx(again, rel=1e-5)
 
 
+@pytest.mark.claim("macs")
 def test_solution_3_multiply_adds(g):
     # each weight of a matmul is one multiply-add per character (embedding look-ups are free), plus
     # attention's two (T, T) products per layer, 2 T d per character with the full matrix formed
@@ -303,6 +336,7 @@ def test_cache_manifest_records_time_and_hardware(cached):
     assert manifest["wall_time_s"] * charlm.HEAVY_RUN["jobs"] > train_s, "runs in parallel, never faster than that"
 
 
+@pytest.mark.claim("schedule")
 def test_the_schedule_is_as_described():
     # "a cosine decay of the learning rate to a tenth of its peak, reaching the floor at the run's last step"
     cfg = charlm.TrainConfig(steps=20_000, **{k: v for k, v in charlm.HEAVY_RUN["train"].items()}, lr=1.0)
@@ -311,6 +345,25 @@ def test_the_schedule_is_as_described():
     assert max(charlm.lr_at(cfg, s) for s in range(200)) == pytest.approx(1.0, abs=1e-3)   # the peak, after warm-up
 
 
+@pytest.mark.claim("bit-for-bit", "takeaway-rerun")
+def test_two_runs_of_one_seed_agree_bit_for_bit():
+    """A few steps of each model, trained twice from one seed, then once from another."""
+    import torch
+
+    train, _, tok = charlm.load_corpus()
+
+    def weights(kind, seed):
+        model = charlm.build_model(kind, tok.vocab_size, seed)
+        charlm.train(model, train, charlm.TrainConfig(steps=3, batch=4, warmup_steps=1, n_evals=1, seed=seed), {})
+        return model.state_dict()
+
+    for kind in ("gpt", "lstm"):
+        first, second, other = weights(kind, 0), weights(kind, 0), weights(kind, 1)
+        assert all(torch.equal(first[k], second[k]) for k in first), kind
+        assert not all(torch.equal(first[k], other[k]) for k in first), "another seed differs"
+
+
+@pytest.mark.claim("rerun-within-spread", "takeaway-rerun")
 def test_what_a_rerun_reproduces(g, runs):
     """'Retrained on another machine ... ended d nats from their cached loss ... the seeds span r ... to within
     the spread between seeds': the glued figures are cache/reproduction.json's, its cached losses are this
@@ -330,6 +383,7 @@ def test_what_a_rerun_reproduces(g, runs):
         assert g[f"repro_{kind}_share"] == abs(r["rerun"] - r["cached"]) / r["seed_range"]
 
 
+@pytest.mark.claim("bigram-weak", "vs-kn", "kn-verdict")
 def test_kneser_ney_baseline_scored_like_the_networks(g, runs):
     import numpy as np
 

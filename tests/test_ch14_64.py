@@ -3,7 +3,16 @@
 The text and forecasting numbers must agree with the caches they were read from
 (cache/charlm, cache/m4): the forecasting ones are recomputed from the cached forecasts, and
 every verdict phrase is checked against the numbers, not for a fixed winner.
+
+Each verdict sentence of the notebook is marked ``<!-- claim: id -->`` and asserted here by the tests that
+carry its id. The re-measured sections are asserted from the measurements the notebook glued beside their
+summaries (``cost_table``: FLOPs, peak memory and matrix-product calls of each layer at each length;
+``decode_table``: one generation step's FLOPs and the bytes carried, per context length;
+``reach_attention_curve``: attention's relative gradient at every lag), never from a boolean the notebook
+decided.
 """
+
+import ast
 
 import math
 import statistics
@@ -14,6 +23,11 @@ import pytest
 from helpers import cache, charlm, m4benchmark
 
 STEM = "14_64_choosing_a_sequence_model"
+
+
+def data(g, name):
+    """A glued list (written as its repr: glue takes scalars only)."""
+    return ast.literal_eval(g[name])
 
 
 # ----------------------------------------------------------------------------------- text (cache/charlm)
@@ -29,11 +43,14 @@ def text_runs():
     gpt_chars = max(chars["gpt"]) / 1e6
     at = [float(np.interp(gpt_chars, [c["chars"] / 1e6 for c in r["curve"]], [c["val_loss"] for c in r["curve"]]))
           for r in runs["lstm"]]
+    train, _, _ = charlm.load_corpus()
     return {"long": long, "val": val, "chars": chars, "gpt_chars": gpt_chars, "lstm_at_gpt_chars": at,
-            "params": {k: rs[0]["parameters"] for k, rs in runs.items()}}
+            "params": {k: rs[0]["parameters"] for k, rs in runs.items()}, "n_train": len(train)}
 
 
+@pytest.mark.claim("text-result", "per-char", "decision-text", "mis-attention", "takeaway-measured")
 def test_text_numbers_are_those_of_the_charlm_cache(g, text_runs):
+    assert g["n_train_chars_M"] == text_runs["n_train"] / 1e6
     assert g["lstm_val"] == pytest.approx(statistics.mean(text_runs["val"]["lstm"]))
     assert g["gpt_val"] == pytest.approx(statistics.mean(text_runs["val"]["gpt"]))
     assert g["lstm_val_hi"] == pytest.approx(max(text_runs["val"]["lstm"]))
@@ -48,6 +65,8 @@ def test_text_numbers_are_those_of_the_charlm_cache(g, text_runs):
     assert g["lstm_at_gpt_chars_lo"] == pytest.approx(min(text_runs["lstm_at_gpt_chars"]))
 
 
+@pytest.mark.claim("text-result", "per-char", "decision-text", "mis-attention", "takeaway-measured",
+                   "takeaway-recurrence")
 def test_text_verdicts_follow_the_seeds(g, text_runs):
     lstm, gpt = text_runs["val"]["lstm"], text_runs["val"]["gpt"]
     assert g["text_result"] == ("the LSTM beat the Transformer on every seed" if max(lstm) < min(gpt) else
@@ -56,15 +75,16 @@ def test_text_verdicts_follow_the_seeds(g, text_runs):
     assert g["text_per_char"] == ("every LSTM seed had already reached a lower loss than any Transformer seed's final one"
                                   if max(text_runs["lstm_at_gpt_chars"]) < min(gpt) else
                                   "the LSTM's seeds had not all reached the Transformer's final loss")
-    assert g["tps_ratio"] > 1.2, "the LSTM sees more characters in the same time"
-    assert g["lstm_params"] < 1e6 and g["gpt_params"] < 1e6, "under a million parameters"
-    assert 0.9 < g["n_train_chars_M"] < 1.1, "a million characters"
+    assert g["tps_ratio"] > 1, "the LSTM sees more characters in the same time"
 
 
-def test_both_neural_models_are_far_ahead_of_the_bigram(g):
-    assert g["bigram_val"] - max(g["gpt_val"], g["lstm_val"]) > 0.5
+@pytest.mark.claim("similar-size")
+def test_the_two_text_models_are_of_similar_size(g, text_runs):
+    assert g["lstm_params"] == text_runs["params"]["lstm"] and g["gpt_params"] == text_runs["params"]["gpt"]
+    assert 0.8 < g["lstm_params"] / g["gpt_params"] < 1.25
 
 
+@pytest.mark.claim("kn-shrinks")
 def test_kneser_ney_is_section_59s_and_changes_the_picture(g, glued):
     # oracle: §14.59 fitted and scored the same Kneser-Ney model with its own cell
     from helpers.ngram import KN_ORDER
@@ -76,8 +96,9 @@ def test_kneser_ney_is_section_59s_and_changes_the_picture(g, glued):
         assert g[f"{key}_kn_gap"] == pytest.approx(abs(gap))
         assert g[f"{key}_kn_side"] == ("below" if gap > 0 else "above")
         assert g[f"{key}_kn_share"] == pytest.approx(gap / (g["bigram_val"] - g[f"{key}_val"]))
-    # "the picture changes": the lead over Kneser-Ney is a small part of the lead over the bigram
-    assert g["lstm_kn_side"] == "below" and g["lstm_kn_share"] < 0.2
+    # "the neural lead shrinks": both lead the bigram, and the LSTM's lead over Kneser-Ney is a small part of it
+    assert g["bigram_val"] > max(g["lstm_val"], g["gpt_val"])
+    assert g["lstm_kn_side"] == "below" and 0 < g["lstm_kn_share"] < 0.2
     assert abs(g["gpt_kn_share"]) < 0.05
 
 
@@ -164,12 +185,11 @@ def m4_oracle():
             "nbeats_params": int(sum(v.numel() for k, v in m4.tensors.items() if k.startswith("model.N-BEATS ensemble.")))}
 
 
+@pytest.mark.claim("decision-m4")
 def test_m4_settings_and_sizes(g, m4_oracle):
     o = m4_oracle
     assert g["m4_n_series"] == o["n_series"] == 414
     assert g["m4_n_obs"] == o["n_obs"]
-    # the 414 M4 Hourly series have between 700 and 960 observations each (Makridakis et al. 2020)
-    assert 414 * 700 <= g["m4_n_obs"] <= 414 * 960, "small by neural standards"
     assert g["m4_n_seeds"] == o["run"]["seeds"] == len(o["seeds"]["GRU"])
     assert g["m4_n_validation"] == len(m4benchmark.VALIDATION) and g["m4_n_origins"] == len(m4benchmark.ORIGINS)
     assert g["m4_n_families"] == len(m4benchmark.FAMILIES) == len(FAMILY_KEYS)
@@ -179,6 +199,7 @@ def test_m4_settings_and_sizes(g, m4_oracle):
     assert g["nbeats_params"] == o["nbeats_params"]
 
 
+@pytest.mark.claim("best-classical")
 def test_m4_best_classical_is_chosen_on_validation(g, m4_oracle):
     o = m4_oracle
     assert g["m4_best_classical"] == o["best"] == o["results"]["best_classical"]
@@ -188,6 +209,7 @@ def test_m4_best_classical_is_chosen_on_validation(g, m4_oracle):
     assert g["m4_best_classical_test_owa"] == pytest.approx(o["owa"][o["best"]], rel=1e-6)
 
 
+@pytest.mark.claim("m4-verdicts", "test-winner", "mis-m4")
 def test_m4_test_scores_recomputed(g, m4_oracle):
     o = m4_oracle
     for f, k in FAMILY_KEYS.items():
@@ -203,6 +225,7 @@ def test_m4_test_scores_recomputed(g, m4_oracle):
     assert g["m4_test_winner_owa"] <= g["m4_best_classical_test_owa"], "the lowest test OWA of all"
 
 
+@pytest.mark.claim("m4-verdicts", "decision-m4", "advice", "takeaway-measured")
 def test_m4_verdicts_follow_the_seeds(g, m4_oracle):
     o = m4_oracle
     ref = o["owa"][o["best"]]
@@ -220,6 +243,7 @@ def test_m4_verdicts_follow_the_seeds(g, m4_oracle):
     assert g["m4_advice"] == advice
 
 
+@pytest.mark.claim("per-series", "mis-m4")
 def test_m4_per_series_share_recomputed(g, m4_oracle):
     o = m4_oracle
     best_neural = min(FAMILY_KEYS, key=lambda f: o["owa"][f])
@@ -229,6 +253,7 @@ def test_m4_per_series_share_recomputed(g, m4_oracle):
     assert g["m4_share_classical_better"] == pytest.approx(share, rel=1e-12)
 
 
+@pytest.mark.claim("cost-verdict")
 def test_m4_costs(g, m4_oracle):
     o = m4_oracle
     for f, k in FAMILY_KEYS.items():
@@ -246,13 +271,12 @@ def test_m4_costs(g, m4_oracle):
         f"one training run of the {cheapest} took less time than {best} needed for all its origins")
 
 
+@pytest.mark.claim("data-trends", "max-change", "decision-small")
 def test_m4_data_size_recomputed(g, m4_oracle):
     o = m4_oracle
     assert g["m4_share_lo"] == o["shares"][0] and g["m4_share_hi"] == o["shares"][-1]
-    assert g["m4_share_hi"] < 0.5, "most of the series scored were never seen in training"
     assert g["m4_ds_n_lo"] == round(o["shares"][0] * o["n_series"])
     assert g["m4_ds_n_hi"] == round(o["shares"][-1] * o["n_series"])
-    assert g["m4_ds_n_lo"] > 30, "Solution 4: thirty series are fewer than the smallest training set"
     assert set(o["sizes"]) == set(SIZE_KEYS)
     for m, k in SIZE_KEYS.items():
         owas = o["sizes"][m]
@@ -270,6 +294,7 @@ def test_m4_data_size_recomputed(g, m4_oracle):
                                                   rel=1e-6, abs=1e-12), "no network moved by more than this"
 
 
+@pytest.mark.claim("small-verdict", "decision-small", "mis-m4", "takeaway-recurrence")
 def test_m4_small_share_verdict_follows_the_numbers(g, m4_oracle):
     o = m4_oracle
     ref = o["owa"][o["best"]]
@@ -284,6 +309,7 @@ def favour(values):
     return min(values, key=values.get)
 
 
+@pytest.mark.claim("no-winner")
 def test_decision_table_forecasting_rows(g, m4_oracle):
     o = m4_oracle
     full = {"recurrent": o["owa"]["GRU"], "attention": o["owa"]["Transformer"], "classical": o["owa"][o["best"]],
@@ -300,68 +326,204 @@ def test_decision_table_forecasting_rows(g, m4_oracle):
                              else favour(cost) + " (of the two networks)")
 
 
+@pytest.mark.claim("ex4-thirty")
+def test_thirty_series_are_fewer_than_the_smallest_training_set(g, m4_oracle):
+    assert g["m4_ds_n_lo"] == round(m4_oracle["shares"][0] * m4_oracle["n_series"])
+    assert g["m4_ds_n_lo"] > 30
+
+
+@pytest.mark.claim("mis-neither")
+def test_on_m4_neither_neural_nor_classical_wins_as_a_rule(g, m4_oracle):
+    o = m4_oracle
+    ratios = [o["owa"][f] / o["owa"][o["best"]] for f in FAMILY_KEYS]
+    assert min(ratios) < 1 < max(ratios), "one network beats the classical choice, another does not"
+    assert 0 < g["m4_share_classical_better"] < 1, "and series by series each side wins some"
+
+
+@pytest.mark.claim("no-winner")
+def test_no_family_is_favoured_by_every_measurement(g):
+    text = {"recurrent": g["lstm_val"], "attention": g["gpt_val"], "classical": g["kn_val"]}
+    m4 = {"recurrent": g["m4_gru_owa"], "attention": g["m4_transformer_owa"],
+          "classical": g["m4_best_classical_test_owa"], "neural (N-BEATS)": g["m4_nbeats_owa"]}
+    assert g["fav_text"] == favour(text) and g["fav_m4"] == favour(m4)
+    assert favour(text) != favour(m4), "text and forecasting favour different families"
+    assert g["reach_attention"] > g["reach_lstm"], "and attention, favoured by neither, wins the reach"
+
+
+@pytest.mark.claim("ex3-agreement")
 def test_exercise_3_median_winner_is_the_argmin(g, m4_oracle):
     o = m4_oracle
     winner = min(o["median"], key=o["median"].get)
     assert g["ex3_median_winner"] == winner
-    assert g["ex3_same_winner"] == (winner == min(o["owa"], key=o["owa"].get))
-    assert g["ex3_same_winner"] == (g["ex3_median_winner"] == g["m4_test_winner"])
-    assert g["ex3_agreement"] == ("the two rankings agree on the winner" if g["ex3_same_winner"]
+    assert g["m4_test_winner"] == min(o["owa"], key=o["owa"].get)
+    same = g["ex3_median_winner"] == g["m4_test_winner"]
+    assert g["ex3_agreement"] == ("the two rankings agree on the winner" if same
                                   else "the two rankings pick different winners")
 
 
 # ------------------------------------------------------------------------------------------- re-measured
 
+@pytest.mark.claim("reach-order", "mis-gating", "mis-lstm-small", "takeaway-attention")
 def test_reach_rnn_lstm_attention(g):
     assert g["reach_rnn"] < g["reach_lstm"] < g["reach_attention"]
     assert g["reach_lstm_over_rnn"] > 1e3, "gating extends the reach by orders of magnitude"
     assert g["reach_lstm"] < 1e-3, "but the LSTM's gradient from far back is still tiny"
-    assert g["reach_attention"] > 0.05 and g["reach_attention_min"] > 0.25, "attention's reach varies by a small factor"
+    assert g["reach_attention"] > 1e3 * g["reach_lstm"], "while one attention layer's is not"
     assert g["fav_reach"] == "attention"
 
 
-def test_cost_against_length(g):
-    assert g["mem_growth_full"] > 3.4 and g["flop_growth_full"] > 3.4, "quadratic"
-    for key in ("window", "lstm"):
-        assert 1.8 < g[f"mem_growth_{key}"] < 2.2 and 1.8 < g[f"flop_growth_{key}"] < 2.2, key + " is linear"
-    assert g["mem_window_over_full"] < 0.5
-    assert g["mem_full_over_lstm"] > 2 and g["flop_full_over_lstm"] > 2
-    assert g["flops_equal_T"] == 2 * g["cost_d"], "LSTM break-even at T = 2d"
-    assert g["flops_window_equals_lstm"] and g["window"] == g["cost_d"], "w = d: both 16 T d^2"
-    assert g["calls_attention_constant"] and g["calls_attention"] < 10
-    assert g["calls_window"] == g["calls_attention"], "both attention layers make the same number of calls"
-    assert g["calls_lstm"] == g["calls_T"] + 1
-    assert g["fav_memory"] == "recurrent" and g["fav_parallel"] == "attention"
+@pytest.mark.claim("attention-flat")
+def test_attention_reach_varies_by_a_small_factor_without_decay(g):
+    curve = data(g, "reach_attention_curve")
+    assert len(curve) == g["reach_T"] and curve[0] == 1.0
+    assert g["reach_attention"] == pytest.approx(curve[g["reach_lag"]], rel=1e-6)
+    earlier = curve[1:]
+    assert g["reach_attention_min"] == pytest.approx(min(earlier) / max(earlier), rel=1e-6)
+    assert g["reach_attention_min"] > 0.25, "within a small factor"
+    near, far = earlier[: len(earlier) // 2], earlier[len(earlier) // 2:]
+    assert sum(far) / len(far) > 0.8 * sum(near) / len(near), "no trend that decays with distance"
+    assert g["reach_rnn"] < 1e-3 and g["reach_lstm"] < 1e-3, "the recurrences fall by orders of magnitude"
 
 
-def test_generation_cost(g):
-    assert g["lstm_state_constant"] and g["dec_lstm_first"] == g["dec_lstm_last"]
-    assert g["dec_cache_growth"] > 2, "a cached step still grows with the context"
-    assert g["dec_cache_over_lstm"] > 1
-    assert g["dec_nocache_over_cache"] > 100
-    assert math.isclose(g["kv_bytes_growth"], (g["ctx_last"] + 1) / (g["ctx_first"] + 1)), "the cache grows linearly"
-    assert g["kv_bytes_last_KiB"] * 1024 > 100 * g["lstm_state_bytes"]
+@pytest.fixture
+def cost(g):
+    """cost_table as {layer kind: {T: (FLOPs, peak MiB, matrix-product calls)}}; kinds full, window, lstm."""
+    out = {}
+    for layer, T, flops, mib, calls in data(g, "cost_table"):
+        kind = "full" if layer == "attention (full)" else "lstm" if layer == "LSTM" else "window"
+        if kind == "window":
+            assert layer == f"attention (window {g['window']})"
+        out.setdefault(kind, {})[T] = (flops, mib, calls)
+    return out
+
+
+def grow(cost, kind, measure, g):
+    """Factor by which a measure (0 FLOPs, 1 memory) grows from T_half to T_max."""
+    return cost[kind][g["T_max"]][measure] / cost[kind][g["T_half"]][measure]
+
+
+@pytest.mark.claim("doubling", "mis-quadratic", "mis-window", "takeaway-costs")
+def test_doubling_the_length(g, cost):
+    assert max(cost["full"]) == g["T_max"] and g["T_half"] in cost["full"]
+    for kind in ("full", "window", "lstm"):
+        assert g[f"flop_growth_{kind}"] == pytest.approx(grow(cost, kind, 0, g), rel=1e-9), kind
+        assert g[f"mem_growth_{kind}"] == pytest.approx(grow(cost, kind, 1, g), rel=1e-9), kind
+    assert 3.4 < g["flop_growth_full"] < 4 and 3.4 < g["mem_growth_full"] < 4.05, "the quadratic term taking over"
+    for kind in ("window", "lstm"):
+        assert 1.8 < g[f"mem_growth_{kind}"] < 2.2 and 1.8 < g[f"flop_growth_{kind}"] < 2.2, kind + " is linear"
+
+
+@pytest.mark.claim("at-tmax", "mis-window")
+def test_full_attention_against_the_lstm_and_the_window_at_the_longest_length(g, cost):
+    T = g["T_max"]
+    full, window, lstm = cost["full"][T], cost["window"][T], cost["lstm"][T]
+    assert g["flop_full_over_lstm"] == pytest.approx(full[0] / lstm[0], rel=1e-9)
+    assert g["mem_full_over_lstm"] == pytest.approx(full[1] / lstm[1], rel=1e-9)
+    assert g["mem_window_over_full"] == pytest.approx(window[1] / full[1], rel=1e-9)
+    assert g["flop_full_over_lstm"] > 2 and g["mem_full_over_lstm"] > 2, "full attention needs several times more"
+    assert g["mem_window_over_full"] < 0.5, "the window brings the memory down"
+    assert g["fav_memory"] == "recurrent"
+
+
+@pytest.mark.claim("window-equals-lstm")
+def test_the_window_counts_the_lstms_operations_and_the_full_layers_calls(g, cost):
+    d = g["cost_d"]
+    assert g["window"] == d, "w = d"
+    for T in cost["full"]:
+        assert cost["window"][T][0] == cost["lstm"][T][0] == 16 * T * d * d, T
+        assert cost["window"][T][2] == cost["full"][T][2], T
+
+
+@pytest.mark.claim("break-even")
+def test_full_attention_and_the_lstm_break_even_at_T_equals_2d(g, cost):
+    T0 = g["flops_equal_T"]
+    assert T0 == 2 * g["cost_d"] and T0 in cost["full"]
+    equal = [T for T in cost["full"] if cost["full"][T][0] == cost["lstm"][T][0]]
+    assert min(equal) == T0
+    assert all(cost["full"][T][0] > cost["lstm"][T][0] for T in cost["full"] if T > T0)
+
+
+@pytest.mark.claim("calls", "decision-depth", "takeaway-attention")
+def test_attention_makes_the_same_few_calls_at_every_length_and_the_lstm_one_per_step(g, cost):
+    assert {v[2] for v in cost["full"].values()} == {g["calls_attention"]}, "the same number at every length"
+    assert g["calls_window"] == g["calls_attention"] < 10
+    for T, (_, _, calls) in cost["lstm"].items():
+        assert calls == T + 1, "one per step plus one for the input projections"
+    assert g["calls_lstm"] == cost["lstm"][g["calls_T"]][2] == g["calls_T"] + 1
+    assert g["fav_parallel"] == "attention"
+
+
+@pytest.fixture
+def decode(g):
+    """decode_table as {context: (no cache, KV cache, LSTM FLOPs, KV cache bytes, LSTM state bytes)}."""
+    return {t: tuple(rest) for t, *rest in data(g, "decode_table")}
+
+
+@pytest.mark.claim("lstm-constant", "mis-constant-step", "decision-generation", "takeaway-recurrence")
+def test_an_lstm_step_costs_the_same_after_any_context(g, decode):
+    assert {v[2] for v in decode.values()} == {g["dec_lstm_first"]} == {g["dec_lstm_last"]}
+    assert {v[4] for v in decode.values()} == {g["lstm_state_bytes"]}
+    contexts = sorted(decode)
+    steps = [decode[t][1] for t in contexts]
+    assert all(a < b for a, b in zip(steps, steps[1:])), "a cached Transformer step does not stay constant"
+
+
+@pytest.mark.claim("cache-grows", "mis-cache", "decision-generation", "takeaway-costs")
+def test_a_cached_step_and_the_cache_grow_with_the_context(g, decode):
+    first, last = g["ctx_first"], g["ctx_last"]
+    assert [first, last] == [min(decode), max(decode)]
+    assert g["dec_cache_first"] == decode[first][1] and g["dec_cache_last"] == decode[last][1]
+    assert g["dec_cache_growth"] == pytest.approx(decode[last][1] / decode[first][1])
+    assert g["dec_cache_over_lstm"] == pytest.approx(decode[last][1] / decode[last][2])
+    assert g["dec_cache_growth"] > 2 and g["dec_cache_over_lstm"] > 1
+    contexts = sorted(decode)
+    kv = [decode[t][3] for t in contexts]
+    assert all(b / a == pytest.approx((t2 + 1) / (t1 + 1)) for a, b, t1, t2 in zip(kv, kv[1:], contexts, contexts[1:])), \
+        "the cache grows with every token"
+    assert g["kv_bytes_growth"] == pytest.approx(decode[last][3] / decode[first][3])
+    assert math.isclose(g["kv_bytes_growth"], (last + 1) / (first + 1))
+    assert g["kv_bytes_last_KiB"] == decode[last][3] / 1024
+
+
+@pytest.mark.claim("nocache", "mis-cache")
+def test_without_the_cache_a_step_rereads_the_context(g, decode):
+    last = g["ctx_last"]
+    assert g["dec_nocache_last"] == decode[last][0]
+    assert g["dec_nocache_over_cache"] == pytest.approx(decode[last][0] / decode[last][1])
+    assert 0.9 * (last + 1) < g["dec_nocache_over_cache"] < 1.1 * (last + 1), "about one step per position read"
+
+
+@pytest.mark.claim("cheaper-carrier")
+def test_the_recurrent_state_is_the_cheaper_carrier(g, decode):
+    for t, (_, cached, lstm, kv_bytes, state_bytes) in decode.items():
+        assert lstm < cached and state_bytes < kv_bytes, t
     assert g["fav_latency"] == "recurrent" and g["fav_gen_memory"] == "recurrent"
 
 
+@pytest.mark.claim("order-blind", "order-aware", "mis-order-blind", "mis-positions", "mis-causal-ordered")
 def test_order(g):
     assert g["order_no_pos"] < 1e-5, "permutation equivariance up to rounding"
     assert g["order_pos"] > 1e4 * g["order_no_pos"] and g["order_pos"] > 0.2 * g["order_scale"]
     assert g["order_causal"] > 1e-2 and g["order_lstm"] > 1e-2
 
 
-def test_table(g):
-    assert g["n_table_rows"] >= 8
-    assert g["fav_text"] == "recurrent"
+@pytest.mark.claim("ex1-gru")
+def test_exercise_1_the_gru_counts(g, cost):
+    d, T = g["cost_d"], g["calls_T"]
+    assert g["ex1_gru_flops"] == g["ex1_gru_formula"] == 12 * T * d * d
+    assert g["ex1_gru_over_lstm"] == pytest.approx(g["ex1_gru_flops"] / cost["lstm"][T][0]) == 0.75
+    assert g["ex1_gru_calls"] == cost["lstm"][T][2] == g["calls_lstm"], "the same depth as the LSTM"
 
 
-def test_exercises(g):
-    assert g["ex1_gru_flops"] == g["ex1_gru_formula"]
-    assert g["ex1_gru_calls"] == 1025
-    assert g["ex1_gru_over_lstm"] == 0.75
+@pytest.mark.claim("ex2-formula")
+def test_exercise_2_the_formula_matches_the_counts(g, decode):
+    L, d, V = 2, g["dec_d"], 65  # the section's two-layer models, 65 characters
+    for t, row in decode.items():
+        assert row[1] == L * (24 * d * d + 4 * (t + 1) * d) + 2 * d * V, t
     assert g["ex2_max_diff"] == 0
 
 
+@pytest.mark.claim("cache-grows", "lstm-constant")
 def test_generation_counts_match_their_closed_forms(g):
     L, d, V = 2, 64, 65  # the section's two-layer models, width 64, 65 characters
     step = lambda t: L * (24 * d * d + 4 * t * d) + 2 * d * V  # Solution 2; t includes the new token
@@ -372,20 +534,16 @@ def test_generation_counts_match_their_closed_forms(g):
     assert g["lstm_state_bytes"] == L * 2 * d * 4, "h and c per layer, float32"
     assert g["kv_bytes_last_KiB"] == L * 2 * (g["ctx_last"] + 1) * d * 4 / 1024, "K and V per layer, float32"
     assert 0.9 * (g["ctx_last"] + 1) < g["dec_nocache_over_cache"] < 1.1 * (g["ctx_last"] + 1)
-    assert g["lm_minutes"] == pytest.approx(g["lm_seconds"] / 60)
 
 
-# ---- guards added for the claims check (issue 11 item 3) -------------------------------------
-
-import numpy as np
-
-
+@pytest.mark.claim("reach-order", "mis-gating")
 def test_reach_ratios_are_the_ratios_of_the_reaches(g):
     assert g["reach_lstm_over_rnn"] == pytest.approx(g["reach_lstm"] / g["reach_rnn"], rel=1e-9)
     assert g["reach_attention_over_lstm"] == pytest.approx(g["reach_attention"] / g["reach_lstm"], rel=1e-9)
     assert g["reach_lag"] == g["reach_T"] - 1, "the first input of the sequence"
 
 
+@pytest.mark.claim("doubling", "at-tmax", "break-even")
 def test_cost_closed_forms(g):
     d, T, T_half = g["cost_d"], g["T_max"], g["T_half"]
     assert T_half * 2 == T, "doubling from T_half to T_max"
@@ -424,6 +582,7 @@ def order_gaps():
         }
 
 
+@pytest.mark.claim("order-blind", "order-aware", "mis-positions", "mis-causal-ordered")
 def test_order_gaps_recomputed(g, order_gaps):
     for key, value in order_gaps.items():
         assert g[key] == pytest.approx(value, rel=1e-4), key
@@ -457,6 +616,7 @@ def memory_at_2048():
             "mem_growth_full": full / full_half}
 
 
+@pytest.mark.claim("at-tmax", "mis-quadratic", "mis-window")
 def test_memory_ratios_measured_again(g, memory_at_2048):
     # the same layers and shapes; how the LSTM's output tuple is held changes the peak by a few bytes
     for key, value in memory_at_2048.items():
@@ -483,6 +643,7 @@ def attention_reach_again():
     return {"reach_attention": float(r[-1] / r[0]), "reach_attention_min": float(r[1:].min() / r[1:].max())}
 
 
+@pytest.mark.claim("attention-flat", "mis-lstm-small")
 def test_attention_reach_measured_again(g, attention_reach_again):
     # "the smallest of attention's gradients is ... of the largest": the same gradients, measured here
     for key, value in attention_reach_again.items():
