@@ -6,7 +6,7 @@
 A cache proves that its numbers came from the code shown only if that code can still produce them.
 Each entry names one run that is cheap to repeat (seed 0 at its shortest budget): §14.48's attention
 model on the shortest copy task, §14.53's RoPE model, §14.59's Transformer and LSTM at the 77-s budget,
-§14.63's Transformer test model. Each is retrained here, one torch thread per process, exactly as the
+§14.63's Transformer test model, §14.47's forget-bias-3 LSTM at lag 40. Each is retrained here, one torch thread per process, exactly as the
 heavy run trained it, and its headline number is compared with the cached one.
 
 The verdict for each run: *identical* (every number the cache holds for the run equal, bit for bit) or
@@ -132,9 +132,25 @@ def _m4() -> Rerun:
                  max(per_seed) - min(per_seed), bool(torch.equal(new, seeds[0])), time.perf_counter() - start)
 
 
+def _recall() -> Rerun:
+    from . import recall
+
+    cached = recall.load()
+    run = {"cell": "LSTM (forget bias 3)", "lag": 40, "lr": 0.01}
+    same = [r for r in cached.results["runs"] if all(r[k] == v for k, v in run.items())]
+    old = same[0]
+    start = time.perf_counter()
+    new = recall._one(({**run, "seed": old["seed"]}, recall.CONFIG))
+    steps = [r["steps_to_target"] for r in same]
+    return Rerun("recall", f"{run['cell']}, lag 40", "steps to the target accuracy", float(old["steps_to_target"]),
+                 float(new["steps_to_target"]), float(max(steps) - min(steps)),
+                 new["steps_to_target"] == old["steps_to_target"] and new["last_accuracy"] == old["last_accuracy"],
+                 time.perf_counter() - start)
+
+
 #: entry -> the reruns that check it (each a function of no arguments, run in its own process)
 RERUNS = {"bottleneck": [_bottleneck], "position_lm": [_position_lm],
-          "charlm": [lambda: _charlm("gpt"), lambda: _charlm("lstm")], "m4": [_m4]}
+          "charlm": [lambda: _charlm("gpt"), lambda: _charlm("lstm")], "m4": [_m4], "recall": [_recall]}
 
 
 def _one(which: tuple[str, int]) -> Rerun:
