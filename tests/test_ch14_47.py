@@ -23,7 +23,7 @@ def test_gate_equations_reproduce_torch(g):
     assert g["gru_gap"] < 1e-5
 
 
-@pytest.mark.claim("default-forget-half")
+@pytest.mark.claim("default-forget-half", "misconception-starts-half")
 def test_torch_default_forget_gate_is_one_half(g):
     assert 0.45 < g["default_forget_mean"] < 0.55, "torch's default forget gate starts near one half"
     assert abs(g["fb_cellfactor_p0"] - 0.5) < 0.03, "... and the cell path alone halves the gradient per step"
@@ -41,13 +41,14 @@ def test_residual_connection_along_time(g):
 
 
 @pytest.mark.claim("fb1-lstm-reaches-further", "default-lstm-only-a-little", "gru-lands-with-default",
-                   "takeaway-forget-bias")
+                   "takeaway-forget-bias", "takeaway-gru")
 def test_lstm_with_forget_bias_reaches_orders_of_magnitude_further(g):
     reach = {k: curve(g, f"reach_curve_{k}") for k in ("rnn", "gru", "lstm_default", "lstm_fb1")}
     lag, last = g["reach_lag"], g["last_lag"]
     assert len(reach["rnn"]) == g["T_reach"] == last + 1
     for k, c in reach.items():
         assert g[f"reach40_{k}"] == pytest.approx(c[lag], rel=1e-9)
+    assert (g["reach0_rnn"], g["reach0_lstm_fb1"]) == (reach["rnn"][0], reach["lstm_fb1"][0]), "the scale: lag 0"
     assert g["ratio40_lstm_fb1_rnn"] == pytest.approx(reach["lstm_fb1"][lag] / reach["rnn"][lag], rel=1e-9)
     assert g["ratio79_lstm_fb1_rnn"] == pytest.approx(reach["lstm_fb1"][last] / reach["rnn"][last], rel=1e-9)
     assert g["ratio40_lstm_default_rnn"] == pytest.approx(reach["lstm_default"][lag] / reach["rnn"][lag], rel=1e-9)
@@ -83,6 +84,16 @@ def test_the_lstm_surface_lies_above_the_rnn_surface_past_the_shortest_lags(g):
     assert (gap[:, 0] < 0).all(), "at lag 0 the LSTM starts below the RNN"
     assert (gap[:, cross:] > 0).all() and not (gap[:, cross - 1] > 0).all(), "above from the crossing lag on"
     assert (gap[:, order:] > 1).all() and not (gap[:, order - 1] > 1).all(), "an order of magnitude above from that lag on"
+
+
+@pytest.mark.claim("width-rise-small")
+def test_reach_rises_with_width_far_less_than_the_gap(g):
+    rnn, lstm = _surfaces(g)
+    lag = g["reach_lag"]
+    assert g["rnn_width_rise"] == pytest.approx(rnn[-1, lag] - rnn[0, lag], rel=1e-12) and g["rnn_width_rise"] > 0
+    assert g["lstm_width_rise"] == pytest.approx(lstm[-1, lag] - lstm[0, lag], rel=1e-12) and g["lstm_width_rise"] > 0
+    gap = (lstm[:, lag] - rnn[:, lag]).min()
+    assert max(g["rnn_width_rise"], g["lstm_width_rise"]) < gap / 2, "far less than the gap at any width"
 
 
 @pytest.mark.claim("surface-at-lag-40")
@@ -141,7 +152,7 @@ def test_parameter_counts(g):
 
 
 @pytest.mark.claim("rnn-more-sensitive-at-1", "rnn-sensitivity-factor", "improved-not-solved", "takeaway-improves")
-def test_lecture_note_sensitivity_table(g):
+def test_first_input_sensitivity_table(g):
     lengths = ast.literal_eval(g["sens_lengths"])
     rnn, lstm = dict(zip(lengths, curve(g, "sens_rnn"))), dict(zip(lengths, curve(g, "sens_lstm")))
     assert g["sens_ratio_1"] == pytest.approx(lstm[1] / rnn[1], rel=1e-9)
@@ -151,7 +162,7 @@ def test_lecture_note_sensitivity_table(g):
     assert g["sens_lstm_factor"] == pytest.approx((lstm[100] / lstm[20]) ** (1 / 80), rel=1e-9)
     steps = [(rnn[b] / rnn[a]) ** (1 / (b - a)) for a, b in zip(lengths[1:], lengths[2:])]
     assert max(abs(f - g["sens_rnn_factor"]) for f in steps) < 0.05, "a straight line on a log scale"
-    assert g["rho_default_min"] - 0.05 < g["sens_rnn_factor"] < g["rho_default_max"], "at the low end of rho"
+    assert g["rho_default_min"] - 0.02 < g["sens_rnn_factor"] < g["rho_default_min"], "just below the smallest rho"
     assert g["sens_rnn_factor"] < g["sens_lstm_factor"] < 1, "improved, not solved"
     assert g["sens_rnn_100"] == rnn[100] and g["sens_lstm_100"] == lstm[100]
     assert g["sens_ratio_100"] == pytest.approx(g["sens_lstm_100"] / g["sens_rnn_100"], rel=1e-4)
@@ -190,7 +201,7 @@ def redone():
         out[("surface40", name)] = [float(np.log10(reach_by_lag(kind, 80, d_h=w, d_in=4, seeds=range(seed, seed + 3),
                                                                 forget_bias=fb, average="geometric")[40]))
                                     for w in (8, 16, 32, 64, 128)]
-    # the lecture-note table at T = 1 (scalar inputs)
+    # the first-input table at T = 1 (scalar inputs)
     out["sens_ratio_1"] = float(reach_by_lag("lstm", 1, d_h=32, d_in=1, seeds=inits, forget_bias=1.0, average="geometric")[0]
                                 / reach_by_lag("rnn", 1, d_h=32, d_in=1, seeds=inits, average="geometric")[0])
     # Exercise 3: GRU with update-gate bias 2
@@ -243,11 +254,76 @@ def test_recall_rnn_left_the_contracting_regime(g):
         assert after > 3 * before and after > 1, "several times larger, out of the contracting regime, every seed"
 
 
+@pytest.fixture(scope="module")
+def inside(g):
+    """recall_inside as {(cell, seed): [checkpoints in step order]}, each checkpoint a dict."""
+    runs = {}
+    for r in ast.literal_eval(g["recall_inside"]):
+        runs.setdefault((r["cell"], r["seed"]), []).append(r)
+    for checks in runs.values():
+        steps = [r["step"] for r in checks]
+        assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == g["recall_steps"]
+    return runs
+
+
+def of(inside, cell):
+    return {seed: checks for (c, seed), checks in inside.items() if c == cell}
+
+
+@pytest.mark.claim("fb1-gate-closes", "misconception-gate-closes", "takeaway-recall")
+def test_training_closes_the_forget_gate_of_the_forget_bias_1_lstm(g, inside):
+    runs = of(inside, "LSTM (forget bias 1)")
+    assert len(runs) == g["recall_seeds"]
+    start = [c[0]["mean forget gate"] for c in runs.values()]
+    end = [c[-1]["mean forget gate"] for c in runs.values()]
+    assert g["inside_f0_fb1"] == pytest.approx(np.mean(start), rel=1e-12)
+    assert (g["inside_fend_fb1_min"], g["inside_fend_fb1_max"]) == (min(end), max(end))
+    assert all(e < s - 0.1 for s, e in zip(start, end)), "lower at the end on every seed, by a clear margin"
+    # the same runs as the first experiment: their final accuracies are the glued ones
+    assert [c[-1]["accuracy"] for c in runs.values()] == list(curve(g, "recall_acc_lstm_by_seed"))
+
+
+@pytest.mark.claim("fb1-gradient-collapses", "misconception-gate-closes")
+def test_the_first_input_gradient_of_the_forget_bias_1_lstm_collapses(g, inside):
+    runs = of(inside, "LSTM (forget bias 1)")
+    drops = [c[0]["first-input gradient"] / c[-1]["first-input gradient"] for c in runs.values()]
+    assert g["inside_gdrop_fb1_min"] == pytest.approx(min(drops), rel=1e-12)
+    assert min(drops) > 1e4, "orders of magnitude on every seed"
+    margin = 0.06  # three binomial standard errors at chance on 500 sequences
+    assert all(abs(r["accuracy"] - g["recall_chance"]) < margin for c in runs.values() for r in c), "at chance throughout"
+
+
+@pytest.mark.claim("fb3-gate-stays-open", "gate-separates")
+def test_the_forget_bias_3_lstm_keeps_its_gate_open_and_learns(g, inside):
+    runs = of(inside, "LSTM (forget bias 3)")
+    assert len(runs) == g["recall_seeds"]
+    gates = [r["mean forget gate"] for c in runs.values() for r in c]
+    assert g["inside_f_fb3_min"] == min(gates) and min(gates) > 0.9 > g["inside_fend_fb1_max"]
+    finals = [c[-1]["accuracy"] for c in runs.values()]
+    assert g["inside_acc_fb3_min"] == min(finals) and min(finals) >= g["sweep_target"], "learns on every seed"
+
+
 @pytest.mark.claim("lstm-gradient-larger-at-40")
-def test_recall_lstm_had_the_longer_reach(g):
-    # "its gradient at lag 40 is orders of magnitude larger than the RNN's": the reach table, at the task's lag
-    assert g["recall_lag"] == g["reach_lag"]
-    assert g["ratio40_lstm_fb1_rnn"] > 1e3
+def test_the_rnn_learns_from_a_far_smaller_first_input_gradient(g, inside):
+    rnn, lstm = of(inside, "RNN"), of(inside, "LSTM (forget bias 1)")
+    g0 = {s: c[0]["first-input gradient"] for s, c in rnn.items()}
+    assert (g["inside_g0_rnn_min"], g["inside_g0_rnn_max"]) == (min(g0.values()), max(g0.values()))
+    for seed, checks in rnn.items():
+        assert g0[seed] < 1e-3 * lstm[seed][0]["first-input gradient"], "far below the LSTM's, every seed"
+        assert checks[-1]["first-input gradient"] > 1e3 * g0[seed], "grows by orders of magnitude"
+        assert checks[-1]["accuracy"] >= g["sweep_target"], "and the RNN learns"
+    # the reach figure says the same at lag 40 with random inputs
+    assert g["recall_lag"] == g["reach_lag"] and g["ratio40_lstm_fb1_rnn"] > 1e3
+
+
+@pytest.mark.claim("rnn-dip-below-chance")
+def test_one_rnn_seed_dips_below_chance_just_before_it_learns(g, inside):
+    checks = [(seed, i, r) for seed, c in of(inside, "RNN").items() for i, r in enumerate(c) if i > 0]
+    seed, i, dip = min(checks, key=lambda t: t[2]["accuracy"])
+    run = of(inside, "RNN")[seed]
+    assert (g["rnn_dip"], g["rnn_dip_step"], g["rnn_dip_next"]) == (dip["accuracy"], dip["step"], run[i + 1]["accuracy"])
+    assert dip["accuracy"] < 0.05, "wrong on nearly every held-out sequence: far below chance"
+    assert run[i + 1]["accuracy"] > g["recall_chance"] + 0.2, "one check later well above chance"
 
 
 @pytest.mark.claim("silent-failure-short-lags")
@@ -332,12 +408,23 @@ def test_forget_bias_3_learns_at_the_lower_learning_rates(g, sweep):
     fb3 = {lr: sweep[("LSTM (forget bias 3)", lag, lr)] for lr in lrs}
     assert all(s is not None for lr in lrs[:2] for s in fb3[lr]), "every seed at the two lower learning rates"
     assert all(s is None for s in fb3[lrs[-1]]) and g["sweep_lr_high"] == lrs[-1], "fails at the highest"
-    at = {c: sweep[(c, lag, g["recall_lr"])] for c in ("LSTM (forget bias 3)", "RNN", "GRU")}
-    for key, c in (("fb3", "LSTM (forget bias 3)"), ("rnn", "RNN"), ("gru", "GRU")):
-        assert g[f"sweep40_median_{key}"] == float(np.median(at[c]))
-    # "as fast as the RNN": the medians' gap is within the seeds' own spread; "faster than the GRU on every seed"
-    assert abs(np.median(at["LSTM (forget bias 3)"]) - np.median(at["RNN"])) <= np.ptp(at["RNN"])
-    assert max(at["LSTM (forget bias 3)"]) < min(at["GRU"])
+
+
+@pytest.mark.claim("sweep-fb3-fastest")
+def test_at_each_cells_best_learning_rate_forget_bias_3_is_fastest_at_lag_40(g, sweep):
+    lag = g["recall_lag"]
+    best = {}
+    for key, cell in (("fb3", "LSTM (forget bias 3)"), ("rnn", "RNN"), ("gru", "GRU")):
+        by_lr = {lr: steps for (c, l, lr), steps in sweep.items() if (c, l) == (cell, lag)}
+        def rank(lr):
+            done = [s for s in by_lr[lr] if s is not None]
+            return (-len(done), np.median(done) if done else np.inf)
+        lr = min(by_lr, key=rank)
+        assert g[f"best40_{key}_lr"] == lr and g[f"best40_{key}_steps"] == float(np.median(by_lr[lr])), key
+        assert all(s is not None for s in by_lr[lr]), key
+        best[key] = by_lr[lr]
+    for i, fb3 in enumerate(best["fb3"]):  # seed by seed
+        assert fb3 < best["rnn"][i] and fb3 < best["gru"][i], i
 
 
 @pytest.mark.claim("sweep-lr-matters")
@@ -358,9 +445,13 @@ def test_no_more_runs_reach_the_target_at_a_longer_lag(sweep):
 
 @pytest.mark.claim("sweep-lstm-reach-ranks", "sweep-rnn-least-reach-learns", "reach-did-not-rank")
 def test_reach_ranks_the_lstms_but_not_the_rnn(g, sweep):
+    strict = []
     for lag in sorted({l for (_, l, _) in sweep}):
         ranked = [n_reached(sweep, c, lag) for c in ("LSTM (torch default)", "LSTM (forget bias 1)", "LSTM (forget bias 3)")]
         assert ranked == sorted(ranked), (lag, ranked)   # larger forget bias (larger reach), at least as many runs
+        if ranked[0] < ranked[1] < ranked[2]:
+            strict.append(lag)
+    assert g["sweep_strict_lag"] in strict, "at that lag each step up lets more runs reach the target"
     lag = g["recall_lag"]
     assert n_reached(sweep, "LSTM (forget bias 3)", lag) > n_reached(sweep, "LSTM (forget bias 1)", lag)
     # the RNN has the least reach at initialisation, and still learns at a suitable learning rate
