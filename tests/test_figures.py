@@ -112,3 +112,39 @@ def test_every_executed_figure_output_is_captioned_and_single(nb_path):
         assert meta.get("figure", {}).get("name"), f"cell {i} shows a figure without mystnb.figure metadata"
         assert meta.get("image", {}).get("alt"), f"cell {i} shows a figure without alt text"
         assert len(displays) == 1, f"cell {i} displays {len(displays)} outputs; a figure cell must show one"
+
+
+LEGEND_NONE = re.compile(r"\b(colour|color|fill|linetype|shape)\s*=\s*None\b")
+
+
+def _labs_calls(src):
+    """The text of every ``labs(...)`` call in ``src`` (one level of nested parentheses)."""
+    return re.findall(r"labs\((?:[^()]|\([^()]*\))*\)", src, re.S)
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.stem[:5])
+def test_no_legend_title_is_removed_with_none(nb_path):
+    """plotnine 0.15 ignores ``labs(colour=None)`` and titles the legend with the column's name (the
+    leftover "cell" an expert reviewer found); ``labs(colour="")`` removes it."""
+    bad = [(i, call) for i, c in enumerate(cells(nb_path)) if c.cell_type == "code"
+           for call in _labs_calls(c.source) if LEGEND_NONE.search(call)]
+    assert not bad, f"{nb_path.name}: write colour=\"\" (not None) to drop a legend title, cells {[i for i, _ in bad]}"
+
+
+def test_labs_none_really_leaves_the_title_and_empty_removes_it():
+    """The reason for the rule above, checked on plotnine itself."""
+    import pandas as pd
+    import plotnine as p9
+
+    df = pd.DataFrame({"x": [1, 2, 1, 2], "y": [1, 2, 2, 3], "cell": ["a", "a", "b", "b"]})
+
+    def legend_title(extra):
+        plot = p9.ggplot(df, p9.aes("x", "y", colour="cell")) + p9.geom_line() + extra
+        figure = plot.draw()
+        texts = [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+        import matplotlib.pyplot as plt
+        plt.close(figure)
+        return "cell" in texts
+
+    assert legend_title(p9.labs(colour=None)), "plotnine now drops the title for None: the rule above can go"
+    assert not legend_title(p9.labs(colour=""))
