@@ -184,7 +184,8 @@ def lstm_cell() -> Diagram:
     # gates from [h_{t-1}, x_t]
     c.text(0.7, 1.2, r"$\mathbf{h}_{t-1}$")
     c.text(3.0, 0.35, r"$\mathbf{x}_t$")
-    c.line([1.3, 12.2], [1.2, 1.2])
+    c.text(1.9, 1.75, r"$[\mathbf{h}_{t-1},\mathbf{x}_t]$", size=FONT - 2)
+    c.line([1.3, 11.3], [1.2, 1.2])  # ends at the last gate it feeds
     c.line([3.0, 3.0], [0.6, 1.2])
     gates = [(4.5, r"$\mathbf{f}_t=\sigma$", "gate"), (6.8, r"$\mathbf{i}_t=\sigma$", "gate"),
              (9.0, r"$\mathbf{g}_t=\tanh$", "op"), (11.3, r"$\mathbf{o}_t=\sigma$", "gate")]
@@ -219,7 +220,7 @@ def gru_cell() -> Diagram:
     c.arrow((1.3, 6.4), _edge(zx, "l"), tone="state", lw=2.6)
     c.arrow(_edge(zx, "r"), _edge(plus, "l"), tone="state", lw=2.6)
     c.arrow(_edge(plus, "r"), (13.8, 6.4), tone="state", lw=2.6)
-    c.text(7.2, 7.35, r"additive path: $\mathbf{z}_t\odot\mathbf{h}_{t-1}$ passes through unchanged",
+    c.text(7.2, 7.35, r"additive path: $\mathbf{z}_t\odot\mathbf{h}_{t-1}$, no weight matrix and no squashing",
            colour=TONES["state"], size=FONT - 1)
     c.text(7.2, 8.3, r"$\mathbf{h}_t=(\mathbf{1}-\mathbf{z}_t)\odot\mathbf{n}_t+\mathbf{z}_t\odot\mathbf{h}_{t-1}$",
            size=FONT - 0.5)
