@@ -24,14 +24,16 @@ def test_one_pass_gives_the_prefix_by_prefix_losses_for_models_that_keep_the_ord
         assert g[f"tf_one_pass_{key}"] == pytest.approx(g[f"tf_by_prefix_{key}"], abs=1e-5), key
 
 
-@pytest.mark.claim("bidirectional-leaks")
+@pytest.mark.claim("bidirectional-leaks", "last-position-agrees")
 def test_a_bidirectional_model_differs_at_every_position_but_the_last(g):
     import ast
-    gaps = ast.literal_eval(g["tf_gaps_bigru"])  # (T,) the largest gap over the batch at each position
-    assert g["tf_min_gap_bigru"] == pytest.approx(min(gaps[:-1]), rel=1e-6)
-    assert g["tf_gap_bigru"] == pytest.approx(max(gaps), rel=1e-6)
-    assert g["tf_last_gap_bigru"] == pytest.approx(gaps[-1], abs=1e-9)
-    assert g["tf_min_gap_bigru"] > 1000 * g["tf_gap_gru"], "far above rounding, at every position before the last"
+    gaps = np.array(ast.literal_eval(g["tf_gaps_bigru"]))  # (B, T) the gap of every window at every position
+    assert gaps.shape == (g["tf_batch"], g["block"]) and gaps.size == g["tf_targets"]
+    # "in every window of the batch at every position but the last, by <min> to <max> nats"
+    assert g["tf_min_gap_bigru"] == pytest.approx(gaps[:, :-1].min(), rel=1e-6)
+    assert g["tf_gap_bigru"] == pytest.approx(gaps.max(), rel=1e-6)
+    assert g["tf_last_gap_bigru"] == pytest.approx(gaps[:, -1].max(), abs=1e-9)
+    assert g["tf_min_gap_bigru"] > 100 * g["tf_gap_gru"], "far above rounding, in every window before the last position"
     assert g["tf_gap_bigru"] >= g["tf_min_gap_bigru"]
     assert g["tf_last_gap_bigru"] <= 8 * 2.0 ** -23 * g["tf_one_pass_bigru"], "...but the last: both passes read all of it"
     assert g["tf_one_pass_bigru"] != pytest.approx(g["tf_by_prefix_bigru"], abs=1e-3)
@@ -182,8 +184,11 @@ def ngram_curves(codes):
         for _ in range(5):
             r_val = (rng.random(last.max() // 256 + 1) < 0.1)[last // 256]
             draws.append(nats(~r_val, r_val))
+        edges = [len(x) * i // 10 for i in range(11)]  # ten contiguous tenths; the last is the validation split
+        assert edges[-2] == n_train
+        folds = [nats((last < lo) | (first >= hi), (first >= lo) & (last < hi)) for lo, hi in zip(edges[:-1], edges[1:])]
         rows[n] = {"train": nats(in_train, in_train), "val": nats(in_train, in_val), "random": float(np.mean(draws)),
-                   "draws": draws}
+                   "draws": draws, "folds": folds}
     return rows
 
 
@@ -333,3 +338,135 @@ def test_without_the_shift_the_training_loss_falls_towards_zero(codes):
         loss.backward()
         opt.step()
     assert loss.item() < 0.01 * math.log(V), "towards zero"
+
+
+@pytest.fixture(scope="module")
+def untrained_gru(g, codes):
+    """The notebook's untrained GRU (seed 1458, built first) on its batch and on the validation text, recomputed,
+    with the training unigram's loss on the batch's targets."""
+    import ast
+
+    import torch
+    import torch.nn.functional as F
+
+    V, T = codes["V"], g["block"]
+
+    class TinyGRU(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(V, 16)
+            self.gru = torch.nn.GRU(16, 32, batch_first=True)
+            self.head = torch.nn.Linear(32, V)
+
+        def forward(self, x):
+            return self.head(self.gru(self.embed(x))[0])
+
+    with torch.random.fork_rng():
+        torch.manual_seed(1458)
+        gru = TinyGRU()
+    train, val = torch.as_tensor(codes["train"]), torch.as_tensor(codes["val"])
+    starts = ast.literal_eval(g["tf_starts"])
+    xb = torch.stack([train[s:s + T] for s in starts])
+    yb = torch.stack([train[s + 1:s + T + 1] for s in starts])
+    n = (len(val) - 1) // T
+    with torch.no_grad():
+        batch = F.cross_entropy(gru(xb).transpose(1, 2), yb).item()
+        logits = gru(val[:n * T].reshape(n, T))
+        on_val = F.cross_entropy(logits.transpose(1, 2), val[1:n * T + 1].reshape(n, T)).item()
+    freq = torch.bincount(train, minlength=V).double() / len(train)
+    return {"batch": batch, "val": on_val, "sd": logits.std(dim=-1).mean().item(),
+            "unigram_batch": float(-freq.log()[yb].mean())}
+
+
+@pytest.mark.claim("untrained-near-uniform")
+def test_the_untrained_gru_is_near_the_uniform_loss_not_on_it(g, untrained_gru):
+    assert g["tf_one_pass_gru"] == pytest.approx(untrained_gru["batch"], abs=1e-5)
+    assert g["gru_init_val_nats"] == pytest.approx(untrained_gru["val"], abs=1e-5)
+    assert g["gru_init_logit_sd"] == pytest.approx(untrained_gru["sd"], rel=1e-4)
+    ln_v = math.log(g["V"])
+    assert g["tf_one_pass_gru"] < ln_v, "below ln V on its batch"
+    assert abs(g["tf_one_pass_gru"] - ln_v) < 0.1 and abs(g["gru_init_val_nats"] - ln_v) < 0.05, "near it"
+    assert 0 < g["gru_init_logit_sd"] < 0.5, "initial logits not all equal, but close"
+    assert abs(g["tf_one_pass_gru"] - g["gru_init_val_nats"]) > 0.01, "the loss depends on which characters are asked for"
+
+
+@pytest.mark.claim("untrained-far-from-unigram")
+def test_the_untrained_gru_is_far_above_the_training_unigram(g, untrained_gru):
+    assert g["unigram_batch_nats"] == pytest.approx(untrained_gru["unigram_batch"], rel=1e-9)
+    assert g["unigram_batch_nats"] < g["tf_one_pass_gru"] - 0.3
+    assert g["unigram_batch_nats"] < g["gru_init_val_nats"] - 0.3
+
+
+@pytest.mark.claim("not-all-leakage", "last-tenth-hard")
+def test_the_last_tenth_is_the_hardest_tenth_at_the_best_order(g, ngram_curves):
+    best = g["best_order"]
+    folds = ngram_curves[best]["folds"]
+    assert g["folds"] == len(folds) == 10
+    assert folds[-1] == pytest.approx(ngram_curves[best]["val"], rel=1e-12), "the last fold is the validation split"
+    assert g["fold_mean_best"] == pytest.approx(np.mean(folds), rel=1e-9)
+    assert g["fold_min_best"] == pytest.approx(min(folds), rel=1e-9)
+    assert g["fold_max_best"] == pytest.approx(max(folds), rel=1e-9)
+    harder = sum(f > folds[-1] for f in folds[:-1])
+    assert g["last_fold_rank_best"] == ("the hardest of them" if harder == 0 else f"number {harder + 1} from the hardest")
+    assert harder <= 2, "harder than most"
+    assert g["shift_best"] == pytest.approx(folds[-1] - np.mean(folds), rel=1e-9)
+    assert 0 < g["shift_best"] < g["random_optimism_best"], "part of the gap, not all of it"
+
+
+@pytest.mark.claim("random-split-leak")
+def test_the_rest_of_the_gap_is_leakage_in_every_draw(g, ngram_curves):
+    best = g["best_order"]
+    c = ngram_curves[best]
+    leak = np.mean(c["folds"]) - np.array(c["draws"])
+    assert g["leak_best"] == pytest.approx(np.mean(c["folds"]) - c["random"], rel=1e-9)
+    assert g["leak_best_min"] == pytest.approx(leak.min(), rel=1e-9)
+    assert g["leak_best_max"] == pytest.approx(leak.max(), rel=1e-9)
+    assert leak.min() > 0, "the random split gains in every draw"
+    assert g["shift_best"] + g["leak_best"] == pytest.approx(g["random_optimism_best"], rel=1e-9), "the two parts add up"
+
+
+@pytest.mark.claim("leak-grows-with-order")
+def test_the_leak_grows_with_the_order(g, ngram_curves):
+    leak = {n: np.mean(c["folds"]) - c["random"] for n, c in ngram_curves.items()}
+    assert g["leak_unigram"] == pytest.approx(leak[1], rel=1e-6)
+    assert g["leak_max_order"] == pytest.approx(leak[g["max_order"]], rel=1e-9)
+    spread = max(ngram_curves[1]["draws"]) - min(ngram_curves[1]["draws"])
+    assert g["random_spread_unigram"] == pytest.approx(spread, rel=1e-9)
+    assert abs(leak[1]) < 0.1 * spread, "well inside the spread of the unigram's draws"
+    assert leak[g["max_order"]] == max(leak.values()) > g["leak_best"] > leak[2] > abs(leak[1])
+
+
+@pytest.fixture(scope="module")
+def top_order_loss(codes):
+    """Per-character validation loss of the add-0.01 model of order 7 with its context and joint counts."""
+    x, n_train, V, k, n = codes["all"], codes["n_train"], codes["V"], 0.01, 7
+    m = len(x) - n + 1
+    ctx = np.zeros(m, dtype=np.int64)
+    for j in range(n - 1):
+        ctx = ctx * V + x[j:j + m]
+    nxt, first = x[n - 1:], np.arange(m)
+    fit, ev = first + n - 1 < n_train, first >= n_train
+    uj, cj = np.unique(ctx[fit] * V + nxt[fit], return_counts=True)
+    uc, cc = np.unique(ctx[fit], return_counts=True)
+    joint = dict(zip(uj.tolist(), cj.tolist()))
+    context = dict(zip(uc.tolist(), cc.tolist()))
+    c_joint = np.array([joint.get(q, 0) for q in (ctx[ev] * V + nxt[ev]).tolist()])
+    c_context = np.array([context.get(q, 0) for q in ctx[ev].tolist()])
+    return c_joint, c_context, -np.log((c_joint + k) / (c_context + k * V))
+
+
+@pytest.mark.claim("addk-loss-decomposition", "addk-most-of-loss", "addk-unseen-costs")
+def test_unseen_contexts_and_unseen_continuations_make_most_of_the_top_order_loss(g, top_order_loss):
+    c_joint, c_context, nats = top_order_loss
+    assert g["max_order"] == 7 and g["top_total_nats"] == pytest.approx(nats.mean(), rel=1e-9)
+    assert g["top_total_nats"] == pytest.approx(g["max_order_val_nats"], rel=1e-9)
+    unseen_context, unseen_next = c_context == 0, (c_context > 0) & (c_joint == 0)
+    assert g["top_unseen_context_frac"] == pytest.approx(unseen_context.mean(), rel=1e-9)
+    assert g["top_unseen_next_frac"] == pytest.approx(unseen_next.mean(), rel=1e-9)
+    assert np.allclose(nats[unseen_context], math.log(g["V"]), atol=1e-12), "exactly the uniform guess"
+    assert g["top_unseen_context_nats"] == pytest.approx(math.log(g["V"]), abs=1e-12)
+    assert g["top_unseen_next_nats"] == pytest.approx(nats[unseen_next].mean(), rel=1e-9)
+    assert g["top_unseen_next_nats"] > math.log(g["V"]), "more than the uniform guess: over-confident"
+    assert g["top_seen_nats"] == pytest.approx(nats[c_joint > 0].mean(), rel=1e-9)
+    share = nats[unseen_context | unseen_next].sum() / nats.sum()
+    assert g["top_unseen_share"] == pytest.approx(share, rel=1e-9) and share > 0.5, "most of the loss"
