@@ -49,6 +49,8 @@ def test_lstm_with_forget_bias_reaches_orders_of_magnitude_further(g):
     for k, c in reach.items():
         assert g[f"reach40_{k}"] == pytest.approx(c[lag], rel=1e-9)
     assert (g["reach0_rnn"], g["reach0_lstm_fb1"]) == (reach["rnn"][0], reach["lstm_fb1"][0]), "the scale: lag 0"
+    assert g["fb1_lag40_over_lag0"] == pytest.approx(reach["lstm_fb1"][lag] / reach["lstm_fb1"][0], rel=1e-9)
+    assert g["fb1_lag40_over_lag0"] < 1e-2, "still only a small fraction of its own lag-0 gradient"
     assert g["ratio40_lstm_fb1_rnn"] == pytest.approx(reach["lstm_fb1"][lag] / reach["rnn"][lag], rel=1e-9)
     assert g["ratio79_lstm_fb1_rnn"] == pytest.approx(reach["lstm_fb1"][last] / reach["rnn"][last], rel=1e-9)
     assert g["ratio40_lstm_default_rnn"] == pytest.approx(reach["lstm_default"][lag] / reach["rnn"][lag], rel=1e-9)
@@ -72,8 +74,8 @@ def test_the_rnn_surface_falls_at_every_width_fastest_at_the_narrowest(g):
     assert len(factors) == len(ast.literal_eval(g["widths"])) == 5
     assert g["surface_rnn_factor_min"] == pytest.approx(min(factors), rel=1e-9)
     assert g["surface_rnn_factor_max"] == pytest.approx(max(factors), rel=1e-9)
-    assert int(np.argmin(factors)) == 0, "a little faster at the narrowest width"
-    assert max(factors) - min(factors) < 0.1, "a little: the factors within a tenth of one another"
+    steps = np.diff(factors)
+    assert not ((steps > 0).all() or (steps < 0).all()), "no steady trend across the widths"
     assert max(factors) < 0.75 and g["sens_rnn_factor"] < 0.75, "well below one per step, at every width"
 
 
@@ -87,27 +89,6 @@ def test_the_lstm_surface_lies_above_the_rnn_surface_past_the_shortest_lags(g):
     assert (gap[:, order:] > 1).all() and not (gap[:, order - 1] > 1).all(), "an order of magnitude above from that lag on"
 
 
-@pytest.mark.claim("rho-not-width-cause")
-def test_the_spectral_radius_does_not_follow_the_width_effect_on_the_factor(g):
-    rnn, _ = _surfaces(g)
-    a, b = g["surface_fit_start"], g["surface_fit_stop"]
-    factors = [10 ** ((z[b] - z[a]) / (b - a)) for z in rnn]
-    rho = curve(g, "rho_default_by_width")
-    assert (g["rho_default_min"], g["rho_default_max"]) == (rho.min(), rho.max()) and rho.max() - rho.min() < 0.1
-    # the narrowest width has the smallest factor but not the smallest radius
-    assert int(np.argmin(factors)) == 0 and int(np.argmin(rho)) != 0 and rho[0] > rho.min()
-
-
-@pytest.mark.claim("width-rise-small")
-def test_reach_rises_with_width_far_less_than_the_gap(g):
-    rnn, lstm = _surfaces(g)
-    lag = g["reach_lag"]
-    assert g["rnn_width_rise"] == pytest.approx(rnn[-1, lag] - rnn[0, lag], rel=1e-12) and g["rnn_width_rise"] > 0
-    assert g["lstm_width_rise"] == pytest.approx(lstm[-1, lag] - lstm[0, lag], rel=1e-12) and g["lstm_width_rise"] > 0
-    gap = (lstm[:, lag] - rnn[:, lag]).min()
-    assert max(g["rnn_width_rise"], g["lstm_width_rise"]) < gap / 2, "far less than the gap at any width"
-
-
 @pytest.mark.claim("surface-at-lag-40")
 def test_width_does_not_rescue_the_rnn(g):
     rnn, lstm = _surfaces(g)
@@ -117,7 +98,7 @@ def test_width_does_not_rescue_the_rnn(g):
     assert g["rnn_surface_best40"] < g["lstm_surface_worst40"] - 3, "three orders of magnitude at every width"
 
 
-@pytest.mark.claim("rho-slightly-above")
+@pytest.mark.claim("rho-slightly-above", "rho-every-width")
 def test_default_spectral_radius_is_slightly_above_the_circular_law(g):
     rho = curve(g, "rho_default_by_width")
     assert g["rho_default_min"] == rho.min() and g["rho_default_max"] == rho.max()
@@ -292,6 +273,11 @@ def test_training_closes_the_forget_gate_of_the_forget_bias_1_lstm(g, inside):
     assert g["inside_f0_fb1"] == pytest.approx(np.mean(start), rel=1e-12)
     assert (g["inside_fend_fb1_min"], g["inside_fend_fb1_max"]) == (min(end), max(end))
     assert all(e < s - 0.1 for s, e in zip(start, end)), "lower at the end on every seed, by a clear margin"
+    # "training lowers its forget-gate bias itself, from b0 to bend or less"
+    b0 = [c[0]["mean forget bias"] for c in runs.values()]
+    bend = [c[-1]["mean forget bias"] for c in runs.values()]
+    assert g["inside_b0_fb1"] == pytest.approx(np.mean(b0), rel=1e-12) and g["inside_bend_fb1_max"] == max(bend)
+    assert all(e < b - 0.3 for b, e in zip(b0, bend)), "the bias itself falls, every seed"
     # the same runs as the first experiment: their final accuracies are the glued ones
     assert [c[-1]["accuracy"] for c in runs.values()] == list(curve(g, "recall_acc_lstm_by_seed"))
 
@@ -422,7 +408,7 @@ def test_the_default_and_forget_bias_1_lstms_never_reach_the_target_at_lag_40(g,
         assert len(runs) == g["sweep_runs_per_lag"] and all(s is None for s in runs), cell
 
 
-@pytest.mark.claim("sweep-fb3-learns", "takeaway-sweep")
+@pytest.mark.claim("sweep-fb3-learns", "takeaway-sweep", "takeaway-set-bias")
 def test_forget_bias_3_learns_at_the_lower_learning_rates(g, sweep):
     lag, lrs = g["recall_lag"], sorted({lr for (_, _, lr) in sweep})
     fb3 = {lr: sweep[("LSTM (forget bias 3)", lag, lr)] for lr in lrs}
@@ -481,6 +467,11 @@ def test_reach_ranks_the_lstms_but_not_the_rnn(g, sweep):
     assert g["reach40_rnn"] < min(g["reach40_gru"], g["reach40_lstm_default"], g["reach40_lstm_fb1"])
     assert all(s is not None for s in sweep[("RNN", lag, g["recall_lr"])])
     assert n_reached(sweep, "RNN", lag) > n_reached(sweep, "LSTM (forget bias 1)", lag)
+    # the GRU: reach close to the default LSTM's, far below forget bias 1's, and it learns far more often at lag 40
+    gru = [s for (c, l, _), steps in sweep.items() if (c, l) == ("GRU", lag) for s in steps]
+    assert g["gru_reached_40"] == f"{sum(s is not None for s in gru)} of {len(gru)}"
+    assert n_reached(sweep, "GRU", lag) > n_reached(sweep, "LSTM (forget bias 1)", lag) == 0
+    assert g["reach40_gru"] < 1e-2 * g["reach40_lstm_fb1"]
     # the first experiment: at 500 steps the RNN learned and the LSTM with forget bias 1 did not
     assert curve(g, "recall_acc_rnn_by_seed").min() > curve(g, "recall_acc_lstm_by_seed").max()
     keep = {b: (1 / (1 + math.exp(-b))) ** lag for b in (1.0, 3.0)}
