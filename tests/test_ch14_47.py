@@ -234,7 +234,8 @@ def test_long_lag_recall_training(g):
     for acc in lstm:
         assert abs(acc - chance) < margin, "the LSTM stays at chance on every seed"
     for acc in rnn:
-        assert acc == 1.0, "the RNN names every held-out sequence's first symbol, every seed"
+        assert acc > chance + 0.3, "the RNN is far above chance on every seed"
+    assert g["recall_rnn_n_perfect"] == int((rnn == 1.0).sum()), "the seeds that name every first symbol, counted"
     assert rnn.min() > lstm.max() + 0.3
 
 
@@ -316,8 +317,8 @@ def test_the_rnn_learns_from_a_far_smaller_first_input_gradient(g, inside):
     assert (g["inside_g0_rnn_min"], g["inside_g0_rnn_max"]) == (min(g0.values()), max(g0.values()))
     for seed, checks in rnn.items():
         assert g0[seed] < 1e-3 * lstm[seed][0]["first-input sensitivity"], "far below the LSTM's, every seed"
-        assert checks[-1]["first-input sensitivity"] > 1e3 * g0[seed], "grows by orders of magnitude"
-        assert checks[-1]["accuracy"] >= g["sweep_target"], "and the RNN learns"
+        assert max(r["first-input sensitivity"] for r in checks) > 1e3 * g0[seed], "rises by orders of magnitude"
+        assert checks[-1]["accuracy"] > g["recall_chance"] + 0.3, "and the RNN learns: far above chance"
     # the reach figure says the same at lag 40 with random inputs
     assert g["recall_lag"] == g["reach_lag"] and g["ratio40_lstm_fb1_rnn"] > 1e3
 
@@ -433,7 +434,7 @@ def test_at_each_cells_best_learning_rate_forget_bias_3_is_fastest_at_lag_40(g, 
         assert fb3 < best["rnn"][i] and fb3 < best["gru"][i], i
 
 
-@pytest.mark.claim("sweep-lr-matters")
+@pytest.mark.claim("sweep-lr-matters", "takeaway-recall")
 def test_the_rnn_and_the_gru_depend_on_the_learning_rate(g, sweep):
     lag, lrs = g["recall_lag"], sorted({lr for (_, _, lr) in sweep})
     every = [lr for lr in lrs if all(s is not None for s in sweep[("RNN", lag, lr)])]
@@ -491,13 +492,20 @@ def test_the_helper_is_the_notebooks_task_network_and_loop(g):
 
 
 def test_a_sweep_run_recomputed():
-    """One run of the cache recomputed: the forget-bias-3 LSTM at lag 40, learning rate 0.01, first seed."""
+    """One run of the cache recomputed: the forget-bias-3 LSTM at lag 40, learning rate 0.01, first seed. On the
+    machine that wrote the cache it is identical; another processor's floating-point kernels differ in the last
+    bit and training amplifies that, so what must hold anywhere is what the text says of the run (it reaches
+    the target within the budget) and a step count no further from the cached one than the seeds are apart
+    (``helpers.reproduce``'s rule)."""
     from helpers import recall
 
-    cached = next(r for r in recall.load().results["runs"]
-                  if (r["cell"], r["lag"], r["lr"], r["seed"]) == ("LSTM (forget bias 3)", 40, 0.01, 1447))
+    same = [r for r in recall.load().results["runs"]
+            if (r["cell"], r["lag"], r["lr"]) == ("LSTM (forget bias 3)", 40, 0.01)]
+    cached = next(r for r in same if r["seed"] == 1447)
     curve_, _ = recall.train("lstm", 1447, 40, 0.01, 3.0, target=recall.CONFIG["target"])
-    assert curve_[-1]["step"] == cached["steps_to_target"] and curve_[-1]["accuracy"] == cached["last_accuracy"]
+    steps = [r["steps_to_target"] for r in same]
+    assert curve_[-1]["accuracy"] >= recall.CONFIG["target"] and curve_[-1]["step"] <= recall.CONFIG["budget"]
+    assert abs(curve_[-1]["step"] - cached["steps_to_target"]) <= max(steps) - min(steps)
 
 
 def test_the_recall_helper_names_bad_arguments():
