@@ -14,6 +14,7 @@ Each module holds one kind of thing and is introduced in the section that first 
 - ``helpers.recall``              §14.47's heavy sweep: steps to recall a symbol, by cell, lag and learning rate
 - ``helpers.seq2seq``             GRU encoder–decoders with and without attention, copy/reversal tasks (§14.48–§14.49)
 - ``helpers.bottleneck``          §14.48's heavy experiment: the fixed-context encoder–decoder's learning curves
+- ``helpers.seq2seq_eval``        free-running (greedy) decoding and the output layer's inputs of a trained encoder–decoder (§14.48–§14.49)
 - ``helpers.attention``           scaled dot-product and multi-head attention, the causal mask (§14.50–§14.51)
 - ``helpers.positional``          sinusoidal, rotary (RoPE) and ALiBi positions (§14.52–§14.53)
 - ``helpers.position_lm``         §14.53's heavy experiment: position schemes on small GPTs, train short, test long

@@ -249,18 +249,26 @@ def gru_cell() -> Diagram:
 # §14.48 / §14.49 ----------------------------------------------------------------------------------
 
 def _enc_dec_frame(c, n_in, n_out, x0, y_enc, y_dec):
+    """Encoder states h_1 .. h_T (with an ellipsis before h_T) and decoder steps s_1 .. s_{n_out} (and an ellipsis)."""
     enc = []
     for j in range(n_in):
-        x = x0 + 1.9 * j
-        jj = "T" if j == n_in - 1 else str(j + 1)
+        last = j == n_in - 1
+        x = x0 + 1.9 * j + (1.0 if last and n_in > 2 else 0.0)  # room for the ellipsis before h_T
+        jj = "T" if last else str(j + 1)
         h = c.box(x, y_enc, rf"$\mathbf{{h}}_{{{jj}}}$", w=1.2)
         xin = c.box(x, y_enc - 1.7, rf"$x_{{{jj}}}$", w=1.0, h=0.6, tone="io")
         c.arrow(_edge(xin, "t"), _edge(h, "b"))
-        if enc:
+        if enc and last and n_in > 2:
+            mid = (_edge(enc[-1], "r")[0] + _edge(h, "l")[0]) / 2
+            c.arrow(_edge(enc[-1], "r"), (mid - 0.45, y_enc))
+            c.text(mid, y_enc, r"$\cdots$")
+            c.arrow((mid + 0.45, y_enc), _edge(h, "l"))
+            c.text(mid, y_enc - 1.7, r"$\cdots$")
+        elif enc:
             c.arrow(_edge(enc[-1], "r"), _edge(h, "l"))
         enc.append(h)
     dec, heads = [], []
-    xd0 = x0 + 1.9 * n_in + 1.6
+    xd0 = enc[-1][0] + 3.5
     for t in range(n_out):
         x = xd0 + 2.6 * t
         s = c.box(x, y_dec, rf"$\mathbf{{s}}_{{{t + 1}}}$", w=1.2)
@@ -275,6 +283,8 @@ def _enc_dec_frame(c, n_in, n_out, x0, y_enc, y_dec):
         c.arrow(_edge(head, "t"), _edge(out, "b"))
         dec.append(s)
         heads.append(head)
+    c.arrow(_edge(dec[-1], "r"), (_edge(dec[-1], "r")[0] + 0.6, y_dec))
+    c.text(_edge(dec[-1], "r")[0] + 1.0, y_dec, r"$\cdots$")
     return enc, dec, heads
 
 
@@ -282,14 +292,18 @@ def encoder_decoder(n_in: int = 4, n_out: int = 3) -> Diagram:
     """§14.48: the book's ``Seq2Seq`` without attention: the head reads [s_t; c] with c = h_T at every step."""
     _positive_int("n_in", n_in, 2)
     _positive_int("n_out", n_out, 2)
-    c = Canvas(1.9 * n_in + 2.6 * n_out + 3.4, 9.0)
+    c = Canvas(1.9 * n_in + 2.6 * n_out + 5.4, 9.0)
     enc, dec, heads = _enc_dec_frame(c, n_in, n_out, 1.2, 2.6, 2.6)
     c.arrow(_edge(enc[-1], "r"), _edge(dec[0], "l"), tone="state", lw=2.2, label="initial state",
             label_offset=(0, -0.35))
     ctx = c.box(enc[-1][0], 6.6, r"$\mathbf{c}=\mathbf{h}_T$", w=1.8, tone="state")
     c.arrow(_edge(enc[-1], "t"), _edge(ctx, "b"), tone="state", lw=2.2)
-    for head in heads:
-        c.arrow(_edge(ctx, "r"), (head[0] - 0.6, head[1] + 0.1), tone="state", bend=-0.15)
+    # c runs along a line above the outputs and drops into each head from its left
+    y_bus, drop = ctx[1] + 0.3, [head[0] - 0.95 for head in heads]
+    c.line([_edge(ctx, "r")[0], drop[-1]], [y_bus, y_bus], tone="state")
+    for x, head in zip(drop, heads):
+        c.line([x, x], [y_bus, head[1]], tone="state")
+        c.arrow((x, head[1]), _edge(head, "l"), tone="state")
     c.text(enc[-1][0], 7.6, r"one fixed vector, read at every step: head$([\mathbf{s}_t;\ \mathbf{c}])$", size=FONT - 1)
     c.text((enc[0][0] + enc[-1][0]) / 2, 0.25, "encoder GRU", colour=TONES["state"], size=FONT - 1)
     c.text((dec[0][0] + dec[-1][0]) / 2, 0.25, "decoder GRU (teacher forcing)", colour=TONES["state"], size=FONT - 1)
@@ -297,34 +311,46 @@ def encoder_decoder(n_in: int = 4, n_out: int = 3) -> Diagram:
 
 
 def attention_over_encoder(weights=(0.1, 0.15, 0.6, 0.15)) -> Diagram:
-    """§14.49: at decoder step t the query s_t weighs every encoder state; c_t is their weighted average."""
+    """§14.49: at decoder step t the query s_t is scored against every encoder state; c_t is their weighted average."""
     if len(weights) < 2 or any(w < 0 for w in weights) or not math.isclose(sum(weights), 1.0, abs_tol=1e-6):
         raise ValueError(f"weights must be >= 2 non-negative numbers summing to 1, got {weights!r}")
     n = len(weights)
-    c = Canvas(1.9 * n + 9.0, 9.0)
+    c = Canvas(1.9 * n + 10.0, 10.0)
+    y_h, y_bus = 3.4, 2.1
     enc = []
     for j in range(n):
-        x = 1.2 + 1.9 * j
-        jj = "T" if j == n - 1 else str(j + 1)
-        enc.append(c.box(x, 2.2, rf"$\mathbf{{h}}_{{{jj}}}$", w=1.2))
-        if j:
+        last = j == n - 1
+        x = 1.2 + 1.9 * j + (1.0 if last and n > 2 else 0.0)  # room for the ellipsis before h_T
+        jj = "T" if last else str(j + 1)
+        enc.append(c.box(x, y_h, rf"$\mathbf{{h}}_{{{jj}}}$", w=1.2))
+        if j and last and n > 2:
+            mid = (_edge(enc[-2], "r")[0] + _edge(enc[-1], "l")[0]) / 2
+            c.arrow(_edge(enc[-2], "r"), (mid - 0.45, y_h))
+            c.text(mid, y_h, r"$\cdots$")
+            c.arrow((mid + 0.45, y_h), _edge(enc[-1], "l"))
+        elif j:
             c.arrow(_edge(enc[-2], "r"), _edge(enc[-1], "l"))
-    c.text((enc[0][0] + enc[-1][0]) / 2, 0.9, "encoder states (keys and values)", colour=TONES["state"], size=FONT - 1)
-    ctx = c.box(enc[n // 2][0] + 0.9, 6.6, r"$\mathbf{c}_t=\sum_j \alpha_{tj}\,\mathbf{h}_j$", w=3.0, tone="attn")
+    ctx = c.box((enc[0][0] + enc[-1][0]) / 2 + 0.9, 7.6, r"$\mathbf{c}_t=\sum_j \alpha_{tj}\,\mathbf{h}_j$", w=3.0,
+                tone="attn")
     for j, (b, w) in enumerate(zip(enc, weights)):
         c.arrow(_edge(b, "t"), (ctx[0] + (b[0] - ctx[0]) * 0.3, ctx[1] - 0.4), tone="attn", lw=0.6 + 6 * w)
         jj = "T" if j == n - 1 else str(j + 1)
         c.text(b[0] - 0.45, b[1] + 1.1, rf"$\alpha_{{t{jj}}}$={w:.2f}", size=FONT - 2.5)
-    xs = 1.9 * n + 3.6
-    s = c.box(xs, 2.2, r"$\mathbf{s}_t$", w=1.2)
-    c.text(xs, 0.9, "decoder state (query)", colour=TONES["state"], size=FONT - 1)
-    c.arrow(_edge(s, "l"), (enc[-1][0] + 0.8, 3.4), tone="attn", dashed=True, bend=0.25,
-            label=r"scores $e_{tj}=a(\mathbf{s}_t,\mathbf{h}_j)$, softmax $\to\alpha_{tj}$", label_offset=(0.2, 0.85),
-            size=FONT - 2)
-    head = c.box(xs + 2.3, 6.6, r"head$([\mathbf{s}_t;\mathbf{c}_t])$", w=2.6, tone="weight", size=FONT - 1)
+    xs = enc[-1][0] + 3.4
+    s = c.box(xs, y_h, r"$\mathbf{s}_t$", w=1.2)
+    # the query meets every key: a dashed line from s_t under the row, with a branch up into each h_j
+    c.line([_edge(s, "b")[0], _edge(s, "b")[0], enc[0][0]], [_edge(s, "b")[1], y_bus, y_bus], tone="attn", dashed=True)
+    for b in enc:
+        c.arrow((b[0], y_bus), _edge(b, "b"), tone="attn", dashed=True)
+    c.text((enc[0][0] + xs) / 2, y_bus - 0.5,
+           r"scores $e_{tj}=a(\mathbf{s}_t,\mathbf{h}_j)$ with every key, softmax $\to\alpha_{tj}$", size=FONT - 2,
+           colour=TONES["attn"])
+    c.text((enc[0][0] + enc[-1][0]) / 2, 0.55, "encoder states (keys and values)", colour=TONES["state"], size=FONT - 1)
+    c.text(xs, 0.55, "decoder state (query)", colour=TONES["state"], size=FONT - 1)
+    head = c.box(xs + 2.3, 7.6, r"head$([\mathbf{s}_t;\mathbf{c}_t])$", w=2.6, tone="weight", size=FONT - 1)
     c.arrow(_edge(ctx, "r"), _edge(head, "l"), tone="attn")
-    c.arrow(_edge(s, "t"), (xs + 1.6, 6.2))
-    out = c.box(xs + 2.3, 8.2, r"$\hat y_t$", w=1.0, h=0.6, tone="io")
+    c.arrow(_edge(s, "t"), (xs + 1.6, 7.2))
+    out = c.box(xs + 2.3, 9.2, r"$\hat y_t$", w=1.0, h=0.6, tone="io")
     c.arrow(_edge(head, "t"), _edge(out, "b"))
     return c.done()
 
