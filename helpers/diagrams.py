@@ -143,27 +143,44 @@ def _positive_int(name, value, at_least=1):
 # §14.46 -------------------------------------------------------------------------------------------
 
 def rnn_unrolled(steps: int = 4) -> Diagram:
-    """§14.46: the recurrence unrolled for ``steps`` steps, one set of weights, and the gradient path."""
+    """§14.46: the recurrence unrolled, one set of weights, and the gradient path from the loss back.
+
+    ``steps`` cells are drawn, h_1 ... h_{steps-1}, then an ellipsis, then h_T with its loss L_T.
+    """
     _positive_int("steps", steps, 2)
-    c = Canvas(3.0 * steps + 3.2, 8.6)
+    xs = [1.3 + 3.0 * t for t in range(1, steps)]
+    x_gap, x_T = xs[-1] + 2.0, xs[-1] + 4.0
+    width = max(x_T + 3.1, 16.5)  # wide enough for the gradient's caption
+    c = Canvas(width, 7.9)
     h0 = c.box(1.3, 4.2, r"$\mathbf{h}_0=\mathbf{0}$", w=1.9, tone="state", fill=False)
-    prev = h0
-    for t in range(1, steps + 1):
-        x = 1.3 + 3.0 * t
+    cells = [h0]
+    for t, x in enumerate(xs + [x_T], start=1):
         tt = "T" if t == steps else str(t)
+        if t == steps:  # the steps left out
+            gap = c.box(x_gap, 4.2, r"$\cdots$", w=0.9, tone="state", fill=False)
+            c.arrow(_edge(cells[-1], "r"), _edge(gap, "l"), tone="weight")
+            cells.append(gap)
         h = c.box(x, 4.2, rf"$\mathbf{{h}}_{{{tt}}}$", w=1.3)
         xt = c.box(x, 1.5, rf"$\mathbf{{x}}_{{{tt}}}$", w=1.1, h=0.7, tone="io")
         yt = c.box(x, 6.6, rf"$\hat{{\mathbf{{y}}}}_{{{tt}}}$", w=1.1, h=0.7, tone="io")
         c.arrow(_edge(xt, "t"), _edge(h, "b"), label=r"$W_{xh}$", label_offset=(0.45, 0), tone="weight")
         c.arrow(_edge(h, "t"), _edge(yt, "b"), label=r"$W_{hy}$", label_offset=(0.45, 0), tone="weight")
-        c.arrow(_edge(prev, "r"), _edge(h, "l"), label=r"$W_{hh}$", label_offset=(0, 0.3), tone="weight")
-        if t >= 2:  # the gradient flows back along the chain, one Jacobian per step
-            c.arrow((x - 0.65, 3.55), (x - 2.35, 3.55), tone="grad", dashed=True, bend=-0.25)
-        prev = h
-    c.text(1.3 + 1.5 * (steps + 1), 0.4, r"gradient (dashed): $\partial \mathbf{h}_t / \partial \mathbf{h}_{t-1} = "
+        labelled = t < steps  # the arrow into h_T comes from the ellipsis, too short for a label
+        c.arrow(_edge(cells[-1], "r"), _edge(h, "l"), label=r"$W_{hh}$" if labelled else None,
+                label_offset=(0, 0.3), tone="weight")
+        cells.append(h)
+    loss = c.box(x_T + 1.95, 6.6, r"$\mathcal{L}_T$", w=1.0, h=0.7, tone="grad", fill=False)
+    c.arrow(_edge(yt, "r"), _edge(loss, "l"))
+    # the gradient, dashed: from the loss into h_T, then back along the chain, one Jacobian per step
+    c.arrow(_edge(loss, "b"), _edge(cells[-1], "r"), tone="grad", dashed=True, bend=-0.3)
+    for later, earlier in zip(cells[:1:-1], cells[-2:0:-1]):
+        start = (later[0] - min(0.35, later[2] / 2 - 0.1), later[1] - later[3] / 2)   # on the bottom edges
+        end = (earlier[0] + min(0.35, earlier[2] / 2 - 0.1), earlier[1] - earlier[3] / 2)
+        c.arrow(start, end, tone="grad", dashed=True, bend=-0.45)
+    c.text(width / 2, 0.4, r"gradient (dashed): $\partial \mathbf{h}_t / \partial \mathbf{h}_{t-1} = "
            r"\mathrm{diag}(1-\mathbf{h}_t^2)\,W_{hh}$  at every step: the gradient is their product",
            colour=TONES["grad"], size=FONT - 1)
-    c.text(1.3 + 1.5 * (steps + 1), 8.05, "the same $W_{xh}$, $W_{hh}$, $W_{hy}$ at every step", size=FONT - 0.5)
+    c.text(width / 2, 7.5, "the same $W_{xh}$, $W_{hh}$, $W_{hy}$ at every step", size=FONT - 0.5)
     return c.done()
 
 

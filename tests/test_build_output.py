@@ -7,6 +7,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from conftest import SITE
 from tools import book as build
 
 
@@ -53,3 +54,30 @@ def test_kernels_talk_over_private_sockets_not_tcp(tmp_path):
     assert manager.transport == "ipc" and manager.ip.startswith(tempfile.gettempdir())
     other = build._kernel_manager_class()(kernel_name="python3")
     assert other.ip != manager.ip  # two kernels of a parallel build never share socket names
+
+
+# Text a page shows outside code: what a dollar-math span that MyST did not parse leaves next to
+# MathJax's delimiters, e.g. `$\(...\)$` from a `$$` block written without blank lines around it.
+_NOT_PROSE = re.compile(r"<(script|style|pre|code)\b.*?</\1>", re.S)
+_RAW_MATH = re.compile(r"\$\\[(\[]|\\[)\]]\$|\$\$")
+
+
+def raw_dollar_math(html):
+    """The stretches of a page's prose where a `$` stands next to a MathJax delimiter, or `$$` is left."""
+    text = re.sub(r"<[^>]+>", "", _NOT_PROSE.sub("", html))
+    return [text[max(0, m.start() - 40): m.end() + 40] for m in _RAW_MATH.finditer(text)]
+
+
+def test_raw_dollar_math_is_found():
+    broken = '<p>for every lag <span class="math">\\(T-t\\)</span>\n$<span class="math">\\(\n x \\)</span>$</p>'
+    assert len(raw_dollar_math(broken)) == 2
+    fine = '<p>costs <span class="math">\\(x\\)</span> $5</p><pre>echo $$</pre><div class="math">\\[x\\]</div>'
+    assert raw_dollar_math(fine) == []
+
+
+def test_no_rendered_page_shows_dollar_math_that_was_not_parsed():
+    pages = sorted(SITE.rglob("*.html"))
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"{SITE} has no site: build it first (`make book`)")
+    broken = {str(p.relative_to(SITE)): hits for p in pages if (hits := raw_dollar_math(p.read_text(encoding="utf-8")))}
+    assert not broken, f"dollar math left unparsed (a `$$` block needs a blank line before and after): {broken}"
