@@ -232,7 +232,7 @@ def test_exercise_solutions(g):
     assert abs(g["ex2_uniform_norm"] - g["ex2_uniform_formula"]) < 1e-12
 
 
-@pytest.mark.claim("blocked-row")
+@pytest.mark.claim("blocked-row", "blocked-row-scratch")
 def test_a_fully_blocked_row(g):
     """From scratch and nn.MultiheadAttention: every entry NaN; the fused kernel: a row of zeros."""
     assert g["blocked_nan_scratch"] == g["blocked_d_v"]
