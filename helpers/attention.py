@@ -37,7 +37,8 @@ def scaled_dot_product_attention(
         v: values ``(..., Tk, d_v)``.
         mask: optional boolean tensor broadcastable to ``(..., Tq, Tk)``; ``True`` = blocked.
             A query row whose keys are *all* blocked has no distribution to normalise and
-            comes out as NaN (0/0), as in torch's own kernels; avoid such rows.
+            comes out as NaN (0/0), as in ``nn.MultiheadAttention``; torch's fused
+            ``F.scaled_dot_product_attention`` returns zeros for it instead. Avoid such rows.
 
     The leading dimensions ``...`` (batch, heads) must broadcast against each other.
 

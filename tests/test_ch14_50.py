@@ -230,3 +230,12 @@ def test_exercise_solutions(g):
     assert abs(g["ex1_sd_measured"] / g["ex1_sd_predicted"] - 1) < 0.03
     assert g["ex2_jacobian_diff"] < 1e-14, "float64: autograd and the formula agree to rounding"
     assert abs(g["ex2_uniform_norm"] - g["ex2_uniform_formula"]) < 1e-12
+
+
+@pytest.mark.claim("blocked-row", "blocked-row-scratch")
+def test_a_fully_blocked_row(g):
+    """From scratch and nn.MultiheadAttention: every entry NaN; the fused kernel: a row of zeros."""
+    assert g["blocked_nan_scratch"] == g["blocked_d_v"]
+    assert g["blocked_nan_mha"] == g["blocked_d_v"]
+    assert g["blocked_nan_fused"] == 0
+    assert g["blocked_abs_fused"] == 0.0
