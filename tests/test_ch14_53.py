@@ -47,8 +47,10 @@ def offset_scores():
     additive = np.stack([(((q + pe(n + offsets)) @ W_Q) * ((k + pe(np.full(64, n))) @ W_K)).sum(-1)
                          for n in absolute])                                              # (4, offsets)
     pepe = np.stack([((pe(n + offsets) @ W_Q) * (pe(np.full(64, n)) @ W_K)).sum(-1) for n in absolute])
+    cross = np.stack([((q @ W_Q) * (pe(np.full(64, n)) @ W_K)).sum(-1) + ((pe(n + offsets) @ W_Q) * (k @ W_K)).sum(-1)
+                      for n in absolute])                                                 # x-PE and PE-x terms
     return {"rope_range": rope.max() - rope.min(), "additive_spread": (additive.max(0) - additive.min(0)).max(),
-            "pepe_spread": (pepe.max(0) - pepe.min(0)).max()}
+            "pepe_spread": (pepe.max(0) - pepe.min(0)).max(), "cross_spread": (cross.max(0) - cross.min(0)).max()}
 
 
 @pytest.mark.claim("longer-table-no-help", "unseen-rows-no-gradient", "takeaway-learned")
@@ -100,7 +102,8 @@ def test_the_projected_position_term_is_not_relative(g, offset_scores):
     assert g["pepe_projected_spread"] == pytest.approx(offset_scores["pepe_spread"], rel=1e-3)
     assert g["pepe_projected_spread"] > 1.0, "a spread of the order of the score itself"
     assert g["pepe_unprojected_spread"] < 1e-3, "the bare dot product is relative (float32)"
-    assert g["cross_terms_spread"] > 1.0
+    assert g["cross_terms_spread"] == pytest.approx(offset_scores["cross_spread"], rel=1e-3)
+    assert g["cross_terms_spread"] > 1.0, "the cross terms depend on absolute position too"
 
 
 @pytest.mark.claim("alibi-penalties")
