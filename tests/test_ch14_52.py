@@ -154,7 +154,7 @@ def shift_fit_conditions():
 
 @pytest.mark.claim("ex1-same-matrix", "ex1-prompt", "ex1-long", "ex1-cond")
 def test_exercise_1_least_squares_recovers_the_rotation_only_from_enough_positions(g, shift_fit_conditions):
-    assert g["lstsq_residual_long"] < 1e-11 and g["lstsq_residual_short"] < 1e-11, "both fit (float64 rounding)"
+    assert g["lstsq_residual_long"] < 1e-9 and g["lstsq_residual_short"] < 1e-9, "both fit (float64 rounding; the thread count moves it between 1e-13 and 4e-11)"
     assert g["lstsq_vs_formula_long"] < 1e-11, "T = 5000: M = R(7)"
     assert g["lstsq_vs_formula_short"] > 1e6 * g["lstsq_vs_formula_long"], "T = 128: fits equally well, but is not R(7)"
     assert g["lstsq_cond_long"] == pytest.approx(shift_fit_conditions["long"], rel=1e-6)
