@@ -39,7 +39,7 @@ def test_parameter_count_is_shared_across_time(g):
 @pytest.mark.claim("recurrence-is-convolution")
 def test_linear_recurrence_is_a_convolution(g):
     assert g["conv_gap"] < 1e-12, "equal up to float64 rounding"
-    assert g["tap_ratio_20"] < 1e-2, "taps shrink like W^k"
+    assert g["tap_ratio_20"] < g["tap_rho"] ** 20, "taps shrink like W^k: no slower than rho^k"
 
 
 @pytest.mark.claim("taps-long-run-rate")
@@ -57,9 +57,9 @@ def test_the_first_taps_fall_faster_than_rho(g, redone):
     near = g["tap_near"]
     assert g["tap_ratio_near"] == pytest.approx(taps[near] / taps[0], rel=1e-9)
     assert g["tap_rho_pow_near"] == pytest.approx(g["tap_rho"] ** near, rel=1e-12)
-    assert g["tap_ratio_near"] < 0.1 * g["tap_rho_pow_near"], "much faster than rho^k"
+    assert g["tap_ratio_near"] < 0.1 * g["tap_rho_pow_near"], "the first taps fall much faster than that"
     assert g["tap_second_eigen"] == pytest.approx(redone["tap_second_eigen"], rel=1e-6)
-    assert g["tap_second_eigen"] < 0.7 * g["tap_rho"], "the other eigenvalues are much smaller"
+    assert g["tap_second_eigen"] < g["tap_rho"], "directions whose eigenvalues are smaller"
 
 
 @pytest.mark.claim("theorem-silent-but-vanishes")
@@ -97,7 +97,6 @@ def test_linear_factor_per_step_is_the_spectral_radius(g):
         assert errors[key] < 0, f"rho = {rho}: the fitted factor falls short of rho"
     assert g["max_linear_factor_error"] == pytest.approx(max(abs(e) for e in errors.values()), rel=1e-6)
     assert g["min_linear_factor_shortfall"] == pytest.approx(min(-e for e in errors.values()), rel=1e-6)
-    assert g["max_linear_factor_error"] < 0.05, "within a few hundredths of rho"
     assert g["min_linear_factor_shortfall"] > 1e-3, "every one falls short"
 
 
@@ -130,7 +129,7 @@ def test_several_eigenvalues_lie_just_inside_rho(g, redone):
     assert counts == redone["near_counts"] and gaps.tolist() == pytest.approx(redone["eigen_gaps"], rel=1e-9)
     assert g["near_rho_count"] == pytest.approx(np.mean(counts), rel=1e-12)
     assert g["second_eigen_ratio"] == pytest.approx(gaps.mean(), rel=1e-12)
-    assert g["near_rho_count"] >= 2 and g["second_eigen_ratio"] > 1 - g["near_rho_margin"], "just inside rho"
+    assert g["second_eigen_ratio"] > 1 - g["near_rho_margin"], "the largest of them (within the margin of rho)"
     assert (gaps < 1).all()
 
 
@@ -167,8 +166,7 @@ def test_below_one_the_inputs_push_the_units_off_the_linear_part(g, redone):
     for key in ("small_070", "mid_070", "small_115", "mid_115"):
         for kind in ("first", "last"):
             assert g[f"dtanh_{kind}_{key}"] == pytest.approx(redone[f"dtanh_{kind}_{key}"], rel=1e-5), key
-    assert g["dtanh_first_small_070"] > 0.99, "small inputs: the units stay on the linear part"
-    assert g["dtanh_first_mid_070"] < 0.97 and g["dtanh_first_mid_070"] < g["dtanh_first_small_070"] - 0.03
+    assert g["dtanh_first_mid_070"] < g["dtanh_first_small_070"], "below rho = 1 the inputs do the pushing"
     assert g["input_scale_small"] < g["input_scale"]
 
 
@@ -177,10 +175,11 @@ def test_above_one_the_recurrence_grows_the_state_into_saturation(g, redone):
     for key in ("late_small_115", "early_small_115"):
         assert g[f"sat_factor_{key}"] == pytest.approx(redone[f"sat_factor_{key}"], rel=1e-5)
     # the same small inputs, a larger rho: more saturation, and more of it later in the sequence
-    assert g["dtanh_first_small_115"] < g["dtanh_first_small_070"] - 0.02
-    assert g["dtanh_last_small_115"] < g["dtanh_first_small_115"] - 0.05
-    assert g["sat_factor_late_small_115"] > 1 > g["sat_factor_early_small_115"], "grows early, shrinks late"
-    assert g["sat_factor_late_small_115"] < 1.15 and g["sat_factor_early_small_115"] > 0.5
+    assert g["dtanh_first_small_115"] < g["dtanh_first_small_070"]
+    assert g["dtanh_last_small_115"] < g["dtanh_first_small_115"], "the recurrence grows the state until tanh bends it"
+    assert g["sat_factor_late_small_115"] > 1 > g["sat_factor_early_small_115"], \
+        "still grows over lags fit_start to T_lag, and shrinks over lags 0 to fit_start"
+    assert g["sat_factor_late_small_115"] < 1.15, "oracle: tanh' <= 1, so never faster than rho = 1.15"
 
 
 @pytest.mark.claim("tanh07-crossings")
@@ -210,7 +209,6 @@ def test_saturation_tames_the_explosion(g):
 def test_vanishing_is_silent(g):
     assert g["share_tanh07"] < 1e-3, "almost nothing of the weight gradient comes from lag 20 on"
     assert 0.1 * g["wgrad_tanh095"] < g["wgrad_tanh07"] < 10 * g["wgrad_tanh095"], "unremarkable norm"
-    assert g["wgrad_linear115"] > 1000 * g["wgrad_tanh07"]
     assert g["truncate"] == 20 and g["truncate_last"] == g["truncate"] - 1
 
 
@@ -254,7 +252,6 @@ def test_the_forward_pass_has_exploded_too(g, redone):
 
 @pytest.mark.claim("one-update-wrecks")
 def test_one_update_with_the_exploding_gradient_wrecks_the_weights(g):
-    assert g["explode_step_rho"] > 10 * 1.15, "one step multiplies the spectral radius many times over"
     assert g["explode_step_rho"] ** g["T_lag"] > float(np.finfo(np.float32).max), "... so the states overflow"
     assert math.isnan(float(g["explode_step_loss"])), "and the loss becomes nan"
 
@@ -263,8 +260,8 @@ def test_one_update_with_the_exploding_gradient_wrecks_the_weights(g):
 def test_clipping_keeps_direction_and_sets_length(g):
     assert abs(g["clip_cosine"] - 1) < 1e-6
     assert g["clip_factor"] == pytest.approx(10.0 / g["clip_norm_before"], rel=1e-9)
-    assert g["clip_norm_after"] == pytest.approx(10.0, rel=1e-5) and g["clip_norm_before"] > 1000
-    assert g["clip_vanishing_norm"] < 10, "below the threshold"
+    assert g["clip_norm_after"] == pytest.approx(10.0, rel=1e-5), "the threshold c = 10"
+    assert g["clip_vanishing_norm"] < 10, "below the threshold (c = 10)"
     assert g["clip_vanishing_max_change"] == 0.0, "passes through bit for bit"
     assert g["clip_norm_before"] == pytest.approx(g["wgrad_linear115"], rel=1e-6), "the exploding gradient above"
     assert g["clip_vanishing_norm"] == pytest.approx(g["wgrad_tanh07"], rel=1e-6), "the vanishing gradient above"
@@ -279,7 +276,6 @@ def test_two_layer_count(g):
 @pytest.mark.claim("larger-inputs-shorter-reach")
 def test_larger_inputs_shorter_reach(g):
     assert g["saturation_001"] > g["saturation_01"] > g["saturation_1"], "bigger inputs, shorter reach"
-    assert g["saturation_1"] < 1e-9 < 1e-2 < g["saturation_001"], "input scale 1: real saturation; 0.01: none"
     # the middle scale is the section's default input weights: the rho = 1 tanh curve at lag 40
     assert g["saturation_01"] == pytest.approx(curve(g, "curve_tanh_100")[40], rel=1e-6)
 
@@ -369,8 +365,9 @@ def redone():
         for rho in (0.7, 0.95, 1.0, 1.15):
             runs = np.array([gradient_norm_by_lag(rho, T=60, d=32, seed=seed + s, nonlinearity=nl) for s in range(8)])
             out[(nl, rho)] = np.exp(np.log(runs).mean(axis=0))
-    out["saturation_001"] = float(np.exp(np.log(np.array(
-        [gradient_norm_by_lag(1.0, T=60, seed=seed + s, input_scale=0.01) for s in range(8)])[:, 40]).mean()))
+    for key, scale in (("saturation_001", 0.01), ("saturation_1", 1.0)):
+        out[key] = float(np.exp(np.log(np.array(
+            [gradient_norm_by_lag(1.0, T=60, seed=seed + s, input_scale=scale) for s in range(8)])[:, 40]).mean()))
     # weight gradients, full and with the state cut 20 steps before the loss
     gen = torch.Generator().manual_seed(seed + 1)
     U_w, x_w = 0.1 * torch.randn(32, 4, generator=gen), torch.randn(1, 60, 4, generator=gen)
@@ -423,6 +420,7 @@ def test_shown_measurements_are_what_the_helpers_give(g, redone):
     assert g["max_linear_factor_error"] == pytest.approx(max(abs(e) for e in errors), rel=1e-3)
     assert g["min_linear_factor_shortfall"] == pytest.approx(min(-e for e in errors), rel=1e-3)
     assert g["saturation_001"] == pytest.approx(redone["saturation_001"], rel=1e-4)
+    assert g["saturation_1"] == pytest.approx(redone["saturation_1"], rel=1e-3)
     assert g["wgrad_tanh095"] == pytest.approx(redone[("wgrad", "tanh", 0.95)], rel=1e-4)
     assert g["wgrad_tanh07"] == pytest.approx(redone[("wgrad", "tanh", 0.7)], rel=1e-4)
     assert g["wgrad_linear115"] == pytest.approx(redone[("wgrad", "linear", 1.15)], rel=1e-4)

@@ -25,8 +25,8 @@ def test_gate_equations_reproduce_torch(g):
 
 @pytest.mark.claim("default-forget-half", "misconception-starts-half")
 def test_torch_default_forget_gate_is_one_half(g):
-    assert 0.45 < g["default_forget_mean"] < 0.55, "torch's default forget gate starts near one half"
-    assert abs(g["fb_cellfactor_p0"] - 0.5) < 0.03, "... and the cell path alone halves the gradient per step"
+    assert 0.45 < g["default_forget_mean"] < 0.55, "f_t ~ sigma(0) = 1/2"
+    assert abs(g["fb_cellfactor_p0"] - 0.5) < 0.03, "and the cell path halves the gradient at every step"
 
 
 def test_cell_jacobian_is_diag_of_the_forget_gate(g):
@@ -50,16 +50,16 @@ def test_lstm_with_forget_bias_reaches_orders_of_magnitude_further(g):
         assert g[f"reach40_{k}"] == pytest.approx(c[lag], rel=1e-9)
     assert (g["reach0_rnn"], g["reach0_lstm_fb1"]) == (reach["rnn"][0], reach["lstm_fb1"][0]), "the scale: lag 0"
     assert g["fb1_lag40_over_lag0"] == pytest.approx(reach["lstm_fb1"][lag] / reach["lstm_fb1"][0], rel=1e-9)
-    assert g["fb1_lag40_over_lag0"] < 1e-2, "still only a small fraction of its own lag-0 gradient"
+    assert g["fb1_lag40_over_lag0"] < 1e-2, "though still only ... of its own lag-0 gradient"
     assert g["ratio40_lstm_fb1_rnn"] == pytest.approx(reach["lstm_fb1"][lag] / reach["rnn"][lag], rel=1e-9)
     assert g["ratio79_lstm_fb1_rnn"] == pytest.approx(reach["lstm_fb1"][last] / reach["rnn"][last], rel=1e-9)
     assert g["ratio40_lstm_default_rnn"] == pytest.approx(reach["lstm_default"][lag] / reach["rnn"][lag], rel=1e-9)
-    assert g["ratio40_lstm_fb1_rnn"] > 1e3
-    assert g["ratio79_lstm_fb1_rnn"] > g["ratio40_lstm_fb1_rnn"], "the gap widens with the lag"
-    assert 1 < g["ratio40_lstm_default_rnn"] < 100, "torch's default LSTM: only a little above the RNN"
-    assert g["ratio40_lstm_default_rnn"] < 1e-3 * g["ratio40_lstm_fb1_rnn"], "... and orders below forget bias 1"
-    assert 0.1 < g["reach40_gru"] / g["reach40_lstm_default"] < 10, "the GRU lands where the default LSTM does"
-    assert g["reach40_gru"] < 1e-2 * g["reach40_lstm_fb1"], "far below the LSTM with forget bias 1"
+    assert g["ratio79_lstm_fb1_rnn"] > g["ratio40_lstm_fb1_rnn"], "a ratio of ..., which grows to ... by lag 79"
+    assert 1 < g["ratio40_lstm_default_rnn"] < g["ratio40_lstm_fb1_rnn"], \
+        "it is only ... times the RNN, while the LSTM with forget bias 1 is ... times the RNN"
+    assert 0.1 < g["reach40_gru"] / g["reach40_lstm_default"] < 10, "lands in the same place"
+    assert g["reach40_gru"] < 1e-2 * g["reach40_lstm_fb1"], \
+        "far below the LSTM with forget bias 1 (takeaway: orders of magnitude below)"
 
 
 def _surfaces(g):
@@ -76,7 +76,7 @@ def test_the_rnn_surface_falls_at_every_width_fastest_at_the_narrowest(g):
     assert g["surface_rnn_factor_max"] == pytest.approx(max(factors), rel=1e-9)
     steps = np.diff(factors)
     assert not ((steps > 0).all() or (steps < 0).all()), "no steady trend across the widths"
-    assert max(factors) < 0.75 and g["sens_rnn_factor"] < 0.75, "well below one per step, at every width"
+    assert max(factors) < 0.75 and g["sens_rnn_factor"] < 0.75, "a factor well below one per step"
 
 
 @pytest.mark.claim("surface-lstm-above")
@@ -95,7 +95,8 @@ def test_width_does_not_rescue_the_rnn(g):
     lag = g["reach_lag"]
     assert g["rnn_surface_best40"] == pytest.approx(rnn[:, lag].max(), rel=1e-9)
     assert g["lstm_surface_worst40"] == pytest.approx(lstm[:, lag].min(), rel=1e-9)
-    assert g["rnn_surface_best40"] < g["lstm_surface_worst40"] - 3, "three orders of magnitude at every width"
+    assert g["rnn_surface_best40"] < g["lstm_surface_worst40"], \
+        "the RNN's reach is at most ... at any width, while that of the LSTM is at least ..."
 
 
 @pytest.mark.claim("rho-slightly-above", "rho-every-width")
@@ -112,10 +113,12 @@ def test_forget_bias_table(g):
     assert factors == sorted(factors)
     reach40 = [g[f"fb_reach40_{k}"] for k in keys]
     assert reach40 == sorted(reach40), "reach grows with the forget bias"
-    assert g["fb_gain40_0_to_1"] > 100
+    reach = dict(zip(keys, reach40))
+    for low, high in zip(keys, keys[1:]):
+        if BIASES[high] <= 2:
+            assert reach[high] > 100 * reach[low], "up to b_f = 2, each unit of bias buys orders of magnitude of reach"
     assert g["fb_gain40_0_to_1"] == pytest.approx(g["fb_reach40_p1"] / g["fb_reach40_p0"], rel=1e-6)
     assert g["fb_gain40_m1_to_2"] == pytest.approx(g["fb_reach40_p2"] / g["fb_reach40_m1"], rel=1e-6)
-    assert g["fb_gain40_m1_to_2"] > 1e10
     assert g["fb_meanf_p0"] == pytest.approx(0.5, abs=0.03)
     assert g["fb_meanf_p1"] == pytest.approx(1 / (1 + math.exp(-1)), abs=0.03)
     cell = [g[f"fb_cellfactor_{k}"] for k in keys]
@@ -127,12 +130,12 @@ def test_forget_bias_table(g):
     assert min(gaps) == pytest.approx(g["fb_factor_minus_meanf_min"], rel=1e-9)
     assert max(gaps) == pytest.approx(g["fb_factor_minus_meanf_max"], rel=1e-9)
     assert max(abs(c - m) for c, m in zip(cell, meanf)) == pytest.approx(g["fb_cell_minus_meanf_maxabs"], rel=1e-9)
-    assert g["fb_cell_minus_meanf_maxabs"] < 0.03, "with h cut, the factor is the mean forget gate"
     assert min(f - c for f, c in zip(factors, cell)) == pytest.approx(g["fb_factor_minus_cell_min"], rel=1e-9)
-    assert g["fb_factor_minus_cell_min"] > 2 * g["fb_cell_minus_meanf_maxabs"], "the h paths add gradient"
-    assert g["fb_factor_p3"] > 0.99
+    assert g["fb_factor_minus_cell_min"] > g["fb_cell_minus_meanf_maxabs"], \
+        "cutting the routes through h settles where the difference comes from"
+    assert g["fb_factor_p3"] > 0.99, "b_f = 3: a cell that forgets almost nothing"
     assert g["fb_reach70_over_40_p3"] == pytest.approx(g["fb_reach70_p3"] / g["fb_reach40_p3"], rel=1e-9)
-    assert 0.8 < g["fb_reach70_over_40_p3"] <= 1, "b = 3: hardly any decay from lag 40 to lag 70"
+    assert 0.8 < g["fb_reach70_over_40_p3"] <= 1, "b_f = 3: a cell that forgets almost nothing"
 
 
 @pytest.mark.claim("param-formula-all-three", "gru-quarter-fewer", "takeaway-gru")
@@ -160,7 +163,6 @@ def test_first_input_sensitivity_table(g):
     assert g["sens_rnn_factor"] < g["sens_lstm_factor"] < 1, "improved, not solved"
     assert g["sens_rnn_100"] == rnn[100] and g["sens_lstm_100"] == lstm[100]
     assert g["sens_ratio_100"] == pytest.approx(g["sens_lstm_100"] / g["sens_rnn_100"], rel=1e-4)
-    assert g["sens_ratio_100"] > 1e6
     # "at a few hundred steps its signal is gone too": at T = 400 the LSTM's is below the RNN's at T = 100
     assert g["sens_lstm_100"] * g["sens_lstm_factor"] ** 300 < g["sens_rnn_100"]
 
@@ -174,7 +176,6 @@ def test_exercise_solutions(g):
         assert pred == pytest.approx(math.log(1e-3) / math.log(1 / (1 + math.exp(-b))), rel=1e-9)
     assert g["gru_reach40_b0"] == g["reach40_gru"], "the default GRU of the reach figure"
     assert g["gru_reach40_b0"] < g["gru_reach40_b1"] < g["gru_reach40_b2"]
-    assert g["gru_reach40_b2"] > 1e3 * g["gru_reach40_b0"], "an update-gate bias does what the forget bias does"
 
 
 @pytest.fixture(scope="module")
@@ -273,12 +274,12 @@ def test_training_closes_the_forget_gate_of_the_forget_bias_1_lstm(g, inside):
     end = [c[-1]["mean forget gate"] for c in runs.values()]
     assert g["inside_f0_fb1"] == pytest.approx(np.mean(start), rel=1e-12)
     assert (g["inside_fend_fb1_min"], g["inside_fend_fb1_max"]) == (min(end), max(end))
-    assert all(e < s - 0.1 for s, e in zip(start, end)), "lower at the end on every seed, by a clear margin"
+    assert all(e < s for s, e in zip(start, end)), "the gate drops ..., lower on every seed"
     # "training lowers its forget-gate bias itself, from b0 to bend or less"
     b0 = [c[0]["mean forget bias"] for c in runs.values()]
     bend = [c[-1]["mean forget bias"] for c in runs.values()]
     assert g["inside_b0_fb1"] == pytest.approx(np.mean(b0), rel=1e-12) and g["inside_bend_fb1_max"] == max(bend)
-    assert all(e < b - 0.3 for b, e in zip(b0, bend)), "the bias itself falls, every seed"
+    assert all(e < b for b, e in zip(b0, bend)), "training lowers its forget-gate bias itself"
     # the same runs as the first experiment: their final accuracies are the glued ones
     assert [c[-1]["accuracy"] for c in runs.values()] == list(curve(g, "recall_acc_lstm_by_seed"))
 
@@ -288,7 +289,7 @@ def test_the_first_input_gradient_of_the_forget_bias_1_lstm_collapses(g, inside)
     runs = of(inside, "LSTM (forget bias 1)")
     drops = [c[0]["first-input sensitivity"] / c[-1]["first-input sensitivity"] for c in runs.values()]
     assert g["inside_gdrop_fb1_min"] == pytest.approx(min(drops), rel=1e-12)
-    assert min(drops) > 1e4, "orders of magnitude on every seed"
+    assert min(drops) > 1, "falls with it ... on every seed"
     margin = 0.06  # three binomial standard errors at chance on 500 sequences
     assert all(abs(r["accuracy"] - g["recall_chance"]) < margin for c in runs.values() for r in c), "at chance throughout"
 
@@ -298,16 +299,16 @@ def test_the_forget_bias_3_lstm_keeps_its_gate_open_and_learns(g, inside):
     runs = of(inside, "LSTM (forget bias 3)")
     assert len(runs) == g["recall_seeds"]
     gates = [r["mean forget gate"] for c in runs.values() for r in c]
-    assert g["inside_f_fb3_min"] == min(gates) and min(gates) > 0.9 > g["inside_fend_fb1_max"]
+    assert g["inside_f_fb3_min"] == min(gates) and min(gates) > g["inside_fend_fb1_max"], \
+        "kept its gate open (where the forget-bias-1 LSTM's drops)"
     finals = [c[-1]["accuracy"] for c in runs.values()]
     assert g["inside_acc_fb3_min"] == min(finals) and min(finals) == 1.0, "every held-out sequence right, every seed"
     sens = [r["first-input sensitivity"] for c in runs.values() for r in c]
     assert g["inside_s_fb3_min"] == min(sens)
-    fb1_end = max(c[-1]["first-input sensitivity"] for c in of(inside, "LSTM (forget bias 1)").values())
-    assert min(sens) > 1e3 * fb1_end, "never falls to where the forget-bias-1 LSTM ends"
     fb1 = of(inside, "LSTM (forget bias 1)")
     ratio = [runs[s][0]["first-input sensitivity"] / fb1[s][0]["first-input sensitivity"] for s in runs]
-    assert g["inside_fb3_over_fb1_start_min"] == pytest.approx(min(ratio), rel=1e-12) and min(ratio) > 10
+    assert g["inside_fb3_over_fb1_start_min"] == pytest.approx(min(ratio), rel=1e-12) and min(ratio) > 1, \
+        "started with the larger sensitivity"
 
 
 @pytest.mark.claim("lstm-gradient-larger-at-40")
@@ -317,10 +318,10 @@ def test_the_rnn_learns_from_a_far_smaller_first_input_gradient(g, inside):
     assert (g["inside_g0_rnn_min"], g["inside_g0_rnn_max"]) == (min(g0.values()), max(g0.values()))
     for seed, checks in rnn.items():
         assert g0[seed] < 1e-3 * lstm[seed][0]["first-input sensitivity"], "far below the LSTM's, every seed"
-        assert max(r["first-input sensitivity"] for r in checks) > 1e3 * g0[seed], "rises by orders of magnitude"
+        assert max(r["first-input sensitivity"] for r in checks) > 100 * g0[seed], "rises by orders of magnitude"
         assert checks[-1]["accuracy"] > g["recall_chance"] + 0.3, "and the RNN learns: far above chance"
     # the reach figure says the same at lag 40 with random inputs
-    assert g["recall_lag"] == g["reach_lag"] and g["ratio40_lstm_fb1_rnn"] > 1e3
+    assert g["recall_lag"] == g["reach_lag"] and g["ratio40_lstm_fb1_rnn"] > 1e3, "far below (as the figure showed)"
 
 
 @pytest.mark.claim("rnn-dip-below-chance")
@@ -330,7 +331,6 @@ def test_one_rnn_seed_dips_below_chance_just_before_it_learns(g, inside):
     run = of(inside, "RNN")[seed]
     assert (g["rnn_dip"], g["rnn_dip_step"], g["rnn_dip_next"]) == (dip["accuracy"], dip["step"], run[i + 1]["accuracy"])
     assert dip["accuracy"] < 0.05, "wrong on nearly every held-out sequence: far below chance"
-    assert run[i + 1]["accuracy"] > g["recall_chance"] + 0.2, "one check later well above chance"
 
 
 @pytest.mark.claim("silent-failure-short-lags")

