@@ -400,36 +400,56 @@ def qkv_lookup(weights=(0.05, 0.7, 0.2, 0.05)) -> Diagram:
 
 
 def multi_head_split(heads: int = 4) -> Diagram:
-    """§14.51: project once, split d_model into h heads of d_model/h, attend per head, concatenate, W_O."""
+    """§14.51: project once, split d_model into h heads of d/h, attend per head, concatenate, W_O.
+
+    Each projection's output (Q, K, V) is one (T, d) matrix cut into ``heads`` column slices; head i
+    (one colour) takes slice i of *each* of Q, K and V (the row framed in its colour), and its output
+    is slice i of the concatenation that W_O mixes.
+    """
     _positive_int("heads", heads, 2)
-    c = Canvas(17, 9.0)
-    x = c.box(1.1, 4.5, r"$X$" "\n" r"$(T, d)$", w=1.6, h=1.6, tone="io", size=FONT - 1)
-    proj = [c.box(4.0, 7.2 - 2.7 * i, s, w=1.6, h=0.8, tone="weight", size=FONT - 1)
-            for i, s in enumerate([r"$W_Q$", r"$W_K$", r"$W_V$"])]
-    for p in proj:
-        c.arrow(_edge(x, "r"), _edge(p, "l"))
+    c = Canvas(15.2, 11.0)
     colours = [PALETTE[i % len(PALETTE)] for i in range(heads)]
-    width = 2.4
-    for i, p in enumerate(proj):
-        y = p[1] - 0.3
-        for h in range(heads):
-            c.ax.add_patch(Rectangle((5.6 + h * width / heads, y), width / heads, 0.6, facecolor=_tint(colours[h], 0.35),
-                                     edgecolor=colours[h]))
-        c.arrow(_edge(p, "r"), (5.55, p[1]), shrink=0)
-    c.text(6.8, 8.3, rf"split into $h$={heads} heads of $d/h$", size=FONT - 1.5)
-    for p in proj:
-        c.arrow((5.65 + width, p[1]), (8.65, 4.5 + (p[1] - 4.5) * 0.8), lw=0.8)
-    for h in range(heads):
-        y = 7.6 - h * (6.2 / (heads - 1))
-        c.box(10.2, y, f"attention, head {h + 1}", w=2.8, h=0.7, tone=colours[h], size=FONT - 2)
-        c.ax.add_patch(Rectangle((12.3 + h * 0.4, 4.2), 0.4, 0.6, facecolor=_tint(colours[h], 0.35), edgecolor=colours[h]))
-        c.arrow((11.6, y), (12.5 + h * 0.4, 4.85 if y > 4.5 else 4.15), lw=0.7, tone=colours[h])
-    c.text(10.2, 0.6, "each head attends with its own slice of the projected Q, K, V", size=FONT - 2)
-    c.text(13.1, 3.6, "concat", size=FONT - 1.5)
-    wo = c.box(15.0, 4.5, r"$W_O$", w=1.2, tone="weight")
-    c.arrow((12.3 + heads * 0.4, 4.5), _edge(wo, "l"))
-    c.arrow(_edge(wo, "r"), (16.4, 4.5))
-    c.text(15.6, 3.6, r"$(T, d)$", size=FONT - 1.5)
+    top, bottom = 7.2, 2.0                                    # the centres of the first and last slices
+    rows = [top - i * (top - bottom) / (heads - 1) for i in range(heads)]
+    cell_h = min(0.8, 0.6 * (top - bottom) / (heads - 1))
+    mid = (top + bottom) / 2
+    col_x, col_w = (3.4, 4.8, 6.2), 0.9                       # the columns Q, K, V
+    col_top, col_bottom = top + cell_h / 2 + 0.35, bottom - cell_h / 2 - 0.35
+    x = c.box(col_x[1], 10.3, r"$X$  $(T, d)$", w=2.0, h=0.7, tone="io", size=FONT - 1)
+    for cx, name, proj in zip(col_x, "QKV", (r"$W_Q$", r"$W_K$", r"$W_V$")):
+        w = c.box(cx, 9.0, proj, w=1.1, h=0.7, tone="weight", size=FONT - 1)
+        c.arrow(_edge(x, "b"), _edge(w, "t"))
+        # the whole projected matrix (T, d): one column; its h slices are drawn inside it
+        c.ax.add_patch(Rectangle((cx - col_w / 2, col_bottom), col_w, col_top - col_bottom, facecolor="#F4F4F4",
+                                 edgecolor=GREY, lw=0.8, zorder=1))
+        c.arrow(_edge(w, "b"), (cx, col_top), label=rf"${name}$", label_offset=(0.3, 0), size=FONT - 1)
+    c.text(9.0, col_top + 0.1, rf"split into $h$={heads} heads of $d/h$", size=FONT - 1.5)
+    frame_l, frame_r = col_x[0] - col_w / 2 - 0.2, col_x[-1] + col_w / 2 + 0.2
+    cat_x, cat_w = 11.4, 0.7
+    c.ax.add_patch(Rectangle((cat_x - cat_w / 2, col_bottom), cat_w, col_top - col_bottom, facecolor="#F4F4F4",
+                             edgecolor=GREY, lw=0.8, zorder=1))
+    for i, (y, colour) in enumerate(zip(rows, colours)):
+        # head i's inputs: slice i of Q, of K and of V, framed together in its colour
+        c.ax.add_patch(FancyBboxPatch((frame_l, y - cell_h / 2 - 0.12), frame_r - frame_l, cell_h + 0.24,
+                                      boxstyle="round,pad=0,rounding_size=0.12", facecolor="none", edgecolor=colour,
+                                      lw=1.3, zorder=2))
+        for cx, name in zip(col_x, "QKV"):
+            c.ax.add_patch(Rectangle((cx - col_w / 2 + 0.08, y - cell_h / 2), col_w - 0.16, cell_h,
+                                     facecolor=_tint(colour, 0.35), edgecolor=colour, zorder=3))
+            if heads <= 6:
+                c.text(cx, y, rf"${name}_{i + 1}$", size=FONT - 2.5, zorder=4)
+        head = c.box(9.0, y, f"attention, head {i + 1}", w=2.7, h=min(0.7, cell_h + 0.1), tone=colour, size=FONT - 2)
+        c.arrow((frame_r, y), _edge(head, "l"), tone=colour, lw=1.1)
+        c.ax.add_patch(Rectangle((cat_x - cat_w / 2 + 0.08, y - cell_h / 2), cat_w - 0.16, cell_h,
+                                 facecolor=_tint(colour, 0.35), edgecolor=colour, zorder=3))
+        c.arrow(_edge(head, "r"), (cat_x - cat_w / 2 + 0.08, y), tone=colour, lw=1.1)
+    c.text(cat_x, col_bottom - 0.3, "concat", size=FONT - 1.5)
+    wo = c.box(13.3, mid, r"$W_O$", w=1.2, tone="weight")
+    c.arrow((cat_x + cat_w / 2, mid), _edge(wo, "l"))
+    c.arrow(_edge(wo, "r"), (15.0, mid))
+    c.text(14.4, mid - 0.6, r"$(T, d)$", size=FONT - 1.5)
+    c.text(7.6, 0.35, "head $i$ attends with slice $i$ of each of $Q$, $K$ and $V$; its output is slice $i$ of the concatenation",
+           size=FONT - 2)
     return c.done()
 
 
