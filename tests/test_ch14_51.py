@@ -232,18 +232,32 @@ def test_greedy_pruning_redundancy(g):
 
 
 @pytest.mark.claim("prune-equal-remaining", "pruned-below-trained", "prune-level-at-two", "spread-over-more",
-                   "pruning-not-training-small", "takeaway-pruning")
-def test_pruned_is_not_trained_small(g):
+                   "prune-equal-width", "takeaway-pruning")
+def test_pruned_eight_heads_trail_at_equal_heads_and_lead_at_equal_width(g):
     p8s, p4s = data(g, "prune8_curves"), data(g, "prune4_curves")
-    # at equal heads remaining r (the figure's axis): pruned eight-head minus trained-with-four, every seed
+    # at equal heads remaining r (the figure's axis): pruned eight-head minus four-head pruned to r, every seed
     lead = [[c8[8 - r] - c4[4 - r] for r in (4, 3, 2, 1)] for c8, c4 in zip(p8s, p4s)]
     assert g["prune_lead_max"] == pytest.approx(max(max(row) for row in lead), rel=1e-9)
-    assert g["prune_lead_max"] < 0.001, "never ahead by more than a rounding of the test set"
-    # four and three left: behind in every seed
+    n = g["n_test_predictions"]
+    assert g["prune_lead_predictions"] == round(g["prune_lead_max"] * n)
+    assert g["prune_lead_max"] * n == pytest.approx(g["prune_lead_predictions"], abs=1e-6), "a whole number of predictions"
+    assert g["prune_lead_predictions"] <= 1, "never ahead by more than one prediction"
+    # four and three left: behind in every seed; the four-head model recalls every test prediction
     assert g["prune8_at_4"] == pytest.approx(p8s[0][4], rel=1e-12)
     assert g["prune8_at_4_hi"] == pytest.approx(max(c[4] for c in p8s), rel=1e-12)
     assert g["prune4_full_min"] == pytest.approx(min(c[0] for c in p4s), rel=1e-12)
+    assert g["prune4_full_min"] == 1.0, "every test prediction, every seed"
     assert g["prune8_at_4_hi"] < g["prune4_full_min"]
+    # at equal attention width (the eight-head model's heads are half as wide): the order reverses, every seed
+    assert g["d_toy_eighth"] * 8 == g["d_toy"] == g["d_toy_quarter"] * 4 and g["width_half"] * 2 == g["d_toy"]
+    widths = [w for w in range(g["d_toy"] - g["d_toy_quarter"], 0, -g["d_toy_quarter"])]
+    width_lead = [[c8[8 - w // g["d_toy_eighth"]] - c4[4 - w // g["d_toy_quarter"]] for w in widths]
+                  for c8, c4 in zip(p8s, p4s)]
+    assert g["width_lead_min"] == pytest.approx(min(min(row) for row in width_lead), rel=1e-9)
+    assert g["width_lead_min"] > 0, "ahead at every width below the full one, in every seed"
+    assert g["prune8_at_4_lo"] == pytest.approx(min(c[4] for c in p8s), rel=1e-12)
+    assert g["prune4_at_2_hi"] == pytest.approx(max(c[2] for c in p4s), rel=1e-12)
+    assert g["prune8_at_4_lo"] > g["prune4_at_2_hi"], "with half the width left"
     assert g["prune8_at_3_hi"] == pytest.approx(max(c[5] for c in p8s), rel=1e-12)
     assert g["prune4_at_3_lo"] == pytest.approx(min(c[1] for c in p4s), rel=1e-12)
     assert g["prune8_at_3_hi"] < g["prune4_at_3_lo"]
