@@ -232,7 +232,7 @@ def test_greedy_pruning_redundancy(g):
 
 
 @pytest.mark.claim("prune-equal-remaining", "pruned-below-trained", "prune-level-at-two", "spread-over-more",
-                   "prune-equal-width", "takeaway-pruning")
+                   "prune-equal-width", "width-reverses", "takeaway-pruning")
 def test_pruned_eight_heads_trail_at_equal_heads_and_lead_at_equal_width(g):
     p8s, p4s = data(g, "prune8_curves"), data(g, "prune4_curves")
     # at equal heads remaining r (the figure's axis): pruned eight-head minus four-head pruned to r, every seed
