@@ -143,7 +143,7 @@ def test_each_arm_gets_its_best_rate_inside_the_sweep(g):
         assert _seeds(g, "err", key, 256) == sweep[key][best]["err"]
 
 
-@pytest.mark.claim("unscaled-ends-worse", "ends-further", "cost-ratio", "takeaway-trained")
+@pytest.mark.claim("unscaled-ends-worse", "ends-further", "cost-ratio", "takeaway-trained", "ex4-constant")
 def test_at_its_best_rate_the_unscaled_layer_ends_worse(g):
     """d_k = 256, each arm at its own best rate: the unscaled layer's held-out error is larger in every seed."""
     for key in ("scaled", "unscaled"):
@@ -192,6 +192,55 @@ def test_the_first_gradient_is_larger_without_the_scaling(g):
     assert g["train_grad_scaled_256"] == pytest.approx(np.mean(_seeds(g, "grad", "scaled", 256)), rel=1e-9)
 
 
+def _split(g, key):
+    """One batch at initialisation, d_k = 256: per-example gradient to W_Q, one-hot start, argmax on a wrong key."""
+    grad = np.array(data(g, f"split_grad_{key}_examples"))
+    onehot = np.array(data(g, f"split_onehot_{key}_examples"), dtype=bool)
+    wrong = np.array(data(g, f"split_wrong_{key}_examples"), dtype=bool)
+    assert len(grad) == len(onehot) == len(wrong) == g["split_n"]
+    return grad, onehot, wrong
+
+
+@pytest.mark.claim("start-spread", "start-sd", "query-variance")
+def test_the_noisy_query_starts_the_logits_at_sqrt_2dk(g):
+    """The query is a noisy copy: var(q) about 2, var(k) about 1, so the logits spread about sqrt(2 d_k), and the
+    scaled ones about sqrt(2)."""
+    d_k = g["train_dk_large"]
+    assert 1.8 < g["split_q_var"] < 2.2 and 0.9 < g["split_k_var"] < 1.1
+    assert abs(g["split_logit_sd_unscaled"] / math.sqrt(2 * d_k) - 1) < 0.1
+    assert g["split_logit_sd_unscaled"] > 1.2 * g["train_sqrt_dk_large"], "not sqrt(d_k)"
+    assert g["split_logit_sd_scaled"] == pytest.approx(g["split_logit_sd_unscaled"] / math.sqrt(d_k), rel=1e-6)
+    assert abs(g["split_logit_sd_scaled"] / math.sqrt(2) - 1) < 0.1
+
+
+@pytest.mark.claim("split-wrong-onehot", "split-gradient", "split-most", "misconception-split", "takeaway-scaling")
+def test_without_the_divisor_most_examples_start_one_hot_on_a_wrong_key(g):
+    grad_u, onehot_u, wrong_u = _split(g, "unscaled")
+    grad_s, onehot_s, _ = _split(g, "scaled")
+    share = (onehot_u & wrong_u).mean()
+    assert g["split_wrong_onehot_unscaled"] == pytest.approx(share, rel=1e-9)
+    assert share > 0.5, "most examples"
+    assert g["split_onehot_scaled"] == pytest.approx(onehot_s.mean(), abs=1e-12) and g["split_onehot_scaled"] == 0.0
+    med_onehot, med_other = np.median(grad_u[onehot_u]), np.median(grad_u[~onehot_u])
+    assert g["split_grad_onehot_unscaled"] == pytest.approx(med_onehot, rel=1e-9)
+    assert g["split_grad_other_unscaled"] == pytest.approx(med_other, rel=1e-9)
+    assert g["split_grad_scaled"] == pytest.approx(np.median(grad_s), rel=1e-9)
+    # "almost nothing back": the one-hot rows' median is a tiny fraction of every other median
+    assert med_onehot < 1e-2 * min(med_other, g["split_grad_scaled"])
+    # the unsaturated rows, amplified by sqrt(d_k), exceed the scaled rows and make the batch gradient larger
+    assert med_other > g["split_grad_scaled"]
+    assert g["train_grad_unscaled_256"] > g["train_grad_scaled_256"]
+
+
+@pytest.mark.claim("entropy-approx")
+def test_the_entropy_depends_on_d_k_over_tau_squared_only_approximately(g):
+    """At tau = sqrt(d_k): higher at d_k = 4 than at 512, which is close to the limit; the residual is small."""
+    h4, h512, hinf = g["approx_h_4"], g["approx_h_512"], g["approx_h_inf"]
+    assert h4 > h512 > hinf - 2e-3
+    assert h512 - hinf < 5e-3, "the dependence on d_k vanishes as d_k grows"
+    assert 0 < h4 - hinf < 0.02 * g["log_T_keys"], "a small residual"
+
+
 @pytest.mark.claim("narrow-control-close")
 def test_the_narrow_control_is_close(g):
     """At d_k = 16 the two arms are much closer than at d_k = 256."""
@@ -229,19 +278,19 @@ def test_entropy_surface(g):
 @pytest.mark.claim("ridge-constant", "ridge-between", "same-contour", "surface-confirms", "takeaway-surface")
 def test_entropy_surface_contour(g):
     surface = np.array(data(g, "surface_entropy"))
-    ridge, tau1 = data(g, "ridge_curve"), data(g, "tau1_curve")
-    assert len(ridge) == len(tau1) == len(data(g, "surface_dk"))
-    assert g["ridge_entropy_min"] == pytest.approx(min(ridge), rel=1e-12)
-    assert g["ridge_entropy_max"] == pytest.approx(max(ridge), rel=1e-12)
+    contour, tau1 = data(g, "contour_curve"), data(g, "tau1_curve")
+    assert len(contour) == len(tau1) == len(data(g, "surface_dk"))
+    assert g["contour_entropy_min"] == pytest.approx(min(contour), rel=1e-12)
+    assert g["contour_entropy_max"] == pytest.approx(max(contour), rel=1e-12)
     assert g["tau1_entropy_first"] == pytest.approx(tau1[0], rel=1e-12)
     assert g["tau1_entropy_last"] == pytest.approx(tau1[-1], rel=1e-12)
     # tau = sqrt(d_k) runs at constant height: its range is a small part of the surface's
-    assert max(ridge) - min(ridge) < 0.1 * (surface.max() - surface.min())
+    assert max(contour) - min(contour) < 0.1 * (surface.max() - surface.min())
     # tau = 1 slides down as d_k grows: lower at every doubling of d_k (4 grid steps), and falls overall
     assert all(tau1[j + 4] < tau1[j] for j in range(len(tau1) - 4))
     assert g["tau1_entropy_first"] > g["tau1_entropy_last"]
     # "the same contour as it gets wider": the located contour's exponent is the variance argument's 1/2
-    assert 0.45 < g["ridge_slope"] < 0.55
+    assert 0.45 < g["contour_slope"] < 0.55
 
 
 @pytest.mark.claim("causal-rows")
