@@ -91,9 +91,18 @@ def test_residual_stream_grows_in_pre_norm_only(g):
     assert g["stream_post_max_dev"] < 0.01
 
 
-@pytest.mark.claim("depth-last-block", "depth-agrees-direction", "misconception-size", "takeaway-gradients")
+def by_depth(g, name):
+    """A glued depth sweep: one list of per-initialisation values per depth, as an array (depths, inits)."""
+    return np.array(data(g, name))
+
+
+@pytest.mark.claim("depth-last-block", "misconception-size", "takeaway-gradients")
 def test_depth_scaling_of_the_last_blocks_gradient(g):
-    blocks, pre, post = data(g, "depth_blocks"), data(g, "depth_last_pre"), data(g, "depth_last_post")
+    """Default setting (torch init, all of the last block's parameters), over the depths and the initialisations."""
+    blocks, pre, post = data(g, "depth_blocks"), np.array(data(g, "depth_last_pre")), np.array(data(g, "depth_last_post"))
+    pre_runs, post_runs = by_depth(g, "depth_torch_pre_all"), by_depth(g, "depth_torch_post_all")
+    assert pre_runs.shape == post_runs.shape == (len(blocks), g["n_inits"])
+    assert pre == pytest.approx(pre_runs.mean(axis=1), rel=1e-9) and post == pytest.approx(post_runs.mean(axis=1), rel=1e-9)
     assert blocks[0] == g["depth_shallow"] and blocks[-1] == g["depth_deep"]
     assert all(b == 2 * a for a, b in zip(blocks, blocks[1:])), "the depths double"
     assert g["pre_last_shallow"] == pytest.approx(pre[0], rel=1e-6) and g["pre_last_deep"] == pytest.approx(pre[-1], rel=1e-6)
@@ -103,13 +112,90 @@ def test_depth_scaling_of_the_last_blocks_gradient(g):
     assert g["depth_ratio_deep"] == pytest.approx(post[-1] / pre[-1], rel=1e-6)
     assert abs(g["depth_ratio_shallow"] - 1) < 0.2, "shallow stacks: similar last-block gradients"
     assert g["depth_ratio_deep"] > g["depth_ratio_shallow"], "the ratio has grown"
-    # pre-norm's has shrunk, post-norm's has grown, "at every doubling of the depth"
+    # pre-norm's has shrunk, post-norm's has grown
     assert pre[-1] < pre[0]
-    assert all(a < b for a, b in zip(post, post[1:]))
     assert g["post_last_growth"] == pytest.approx(post[-1] / post[0], rel=1e-6)
-    # "agrees with the comparison ... but not with the sizes": pre-norm shrinks, far less than 1/sqrt(L) predicts
-    assert g["pre_last_shrink"] == pytest.approx(pre[0] / pre[-1], rel=1e-6)
-    assert 1 < g["pre_last_shrink"] < g["sqrt_depth_ratio"], "shrank ...-fold where 1/sqrt(L) predicts ...-fold"
+    assert g["post_last_growth"] > 1
+    # "every deepest stack gives its last block more than every shallowest stack"
+    assert post_runs[-1].min() > post_runs[0].max()
+    # "although its steps up to depth_mid blocks are smaller than the spread between initialisations"
+    mid = blocks.index(g["depth_mid"])
+    assert mid >= 1
+    spread = post_runs.max(axis=1) - post_runs.min(axis=1)
+    for k in range(mid):
+        step = abs(post[k + 1] - post[k])
+        assert step < spread[k] and step < spread[k + 1], f"step {blocks[k]} -> {blocks[k + 1]} within the spread"
+
+
+def shrink_and_pairs(runs):
+    """Shallowest over deepest stack: ratio of the means, and seed by seed (the same seed builds both)."""
+    return runs[0].mean() / runs[-1].mean(), runs[0] / runs[-1]
+
+
+@pytest.mark.claim("depth-law-xavier", "takeaway-gradients")
+def test_pre_norm_last_block_follows_one_over_sqrt_L_in_xiongs_setting(g):
+    """W2 of the last block, Xavier init: shrinks like 1/sqrt(L), close to sqrt(32/2) = 4, which the seeds bracket."""
+    blocks = data(g, "depth_blocks")
+    assert g["sqrt_depth_ratio"] == pytest.approx(np.sqrt(blocks[-1] / blocks[0]))
+    shrink, pairs = shrink_and_pairs(by_depth(g, "depth_xavier_pre_w2"))
+    assert g["xiong_depth_pre_shrink"] == pytest.approx(shrink, rel=1e-9)
+    assert g["xiong_depth_pre_shrink_lo"] == pytest.approx(pairs.min(), rel=1e-9)
+    assert g["xiong_depth_pre_shrink_hi"] == pytest.approx(pairs.max(), rel=1e-9)
+    assert abs(shrink / g["sqrt_depth_ratio"] - 1) < 0.15, "close to the sqrt(L) shrink"
+    assert pairs.min() < g["sqrt_depth_ratio"] < pairs.max(), "the seeds bracket it"
+
+
+@pytest.mark.claim("depth-law-torch")
+def test_pre_norm_last_block_shrinks_less_under_torch_init(g):
+    """Torch init: W2's and all parameters' shrink fall short of sqrt(32/2) for every seed."""
+    for name, runs in [("torchw2_depth_pre_shrink", "depth_torch_pre_w2"), ("pre_last_shrink", "depth_torch_pre_all")]:
+        shrink, pairs = shrink_and_pairs(by_depth(g, runs))
+        assert g[name] == pytest.approx(shrink, rel=1e-9)
+        assert g[f"{name}_lo"] == pytest.approx(pairs.min(), rel=1e-9)
+        assert g[f"{name}_hi"] == pytest.approx(pairs.max(), rel=1e-9)
+        assert 1 < pairs.min() and pairs.max() < g["sqrt_depth_ratio"], "shrinks, short of 4 for every seed"
+    assert g["torchw2_depth_pre_shrink"] < g["xiong_depth_pre_shrink"], "shrinks only ... (less than under Xavier)"
+
+
+@pytest.mark.claim("depth-law-stream")
+def test_the_gradient_shrinks_as_much_as_the_stream_grows(g):
+    """Pre-norm: stream growth from 2 to 32 blocks ~ sqrt(16) under Xavier, only ~2 under torch; W2's shrink tracks it."""
+    growth = {}
+    for init in ("torch", "xavier"):
+        stream = by_depth(g, f"depth_{init}_pre_stream").mean(axis=1)
+        growth[init] = stream[-1] / stream[0]
+        assert g[f"stream_growth_{init}"] == pytest.approx(growth[init], rel=1e-9)
+    assert abs(growth["xavier"] / g["sqrt_depth_ratio"] - 1) < 0.15, "about the sqrt(L) growth the theory assumes"
+    assert growth["torch"] < g["sqrt_depth_ratio"] / 1.5 and growth["torch"] < growth["xavier"], "grows only ...-fold"
+    # "in both settings the W2 gradient shrinks by about as much as the stream grows"
+    for init, shrink_name in [("torch", "torchw2_depth_pre_shrink"), ("xavier", "xiong_depth_pre_shrink")]:
+        shrink, _ = shrink_and_pairs(by_depth(g, f"depth_{init}_pre_w2"))
+        assert g[shrink_name] == pytest.approx(shrink, rel=1e-9)
+        assert 0.8 < g[shrink_name] / g[f"stream_growth_{init}"] < 1.25
+
+
+@pytest.mark.claim("depth-post-grows", "takeaway-gradients")
+def test_post_norm_last_block_grows_with_depth_in_xiongs_setting(g):
+    runs = by_depth(g, "depth_xavier_post_w2")
+    growth, pairs = runs[-1].mean() / runs[0].mean(), runs[-1] / runs[0]
+    assert g["xiong_depth_post_growth"] == pytest.approx(growth, rel=1e-9)
+    assert g["xiong_depth_post_growth_lo"] == pytest.approx(pairs.min(), rel=1e-9)
+    assert g["xiong_depth_post_growth_hi"] == pytest.approx(pairs.max(), rel=1e-9)
+    assert growth > 1 and pairs.min() > 1, "grows, not constant: above 1 for every seed"
+
+
+@pytest.mark.claim("xiong-size-same")
+def test_the_profile_is_the_same_at_xiongs_size(g):
+    """d = 512, 6 blocks, 8 heads, Xavier, W2: pre-norm still falls towards the output, post-norm does not rise."""
+    assert (g["d_xiong"], g["l_xiong"], g["h_xiong"]) == (512, 6, 8), "the base model's size"
+    pre, post = data(g, "xiong_big_pre_ratio_by_init"), data(g, "xiong_big_post_ratio_by_init")
+    assert len(pre) == len(post) == g["n_inits_xiong"]
+    for key, ratios in [("pre", pre), ("post", post)]:
+        assert g[f"xiong_big_{key}_lo"] == pytest.approx(min(ratios), rel=1e-9)
+        assert g[f"xiong_big_{key}_hi"] == pytest.approx(max(ratios), rel=1e-9)
+    assert min(pre) > 1.5, "pre-norm still falls towards the output (first block well above the last)"
+    assert min(post) >= 1, "post-norm does not rise towards the output"
+    assert max(post) < min(pre), "... and is flatter than pre-norm"
 
 
 @pytest.mark.claim("xiong-pre-steeper", "xiong-post-no-direction")
@@ -173,9 +259,21 @@ def test_flop_accounting(g):
     assert g["crossover_T"] == 6 * 64
     assert g["crossover_ratio"] == pytest.approx(1.0, abs=1e-9), "attention FLOPs equal the rest at T = 6d"
     assert g["share_formula_max_err"] < 1e-9
-    # per position (8d^2 + 4d d_ff + 4Td) / (2 x 12 d^2 weights) = 1 + T/(6d): "about 2 FLOPs per weight"
+    # per position (8d^2 + 4d d_ff + 4Td) / (2 x 12 d^2 weights) = 1 + T/(6d): about 2 FLOPs per weight for T << 6d,
+    # 4 at the crossover
     assert g["flops_per_weight_T16"] == pytest.approx(1 + 16 / (6 * 64))
     assert 1 <= g["flops_per_weight_T16"] < 1.1
+    assert g["flops_per_weight_T384"] == pytest.approx(2.0, rel=1e-9)
+
+
+@pytest.mark.claim("flops-per-weight-column")
+def test_flops_per_weight_column_is_one_plus_T_over_6d(g):
+    T, column = data(g, "share_T"), data(g, "share_flops_per_weight")
+    d = 64
+    assert g["crossover_T"] == 6 * d
+    assert column == pytest.approx([1 + t / (6 * d) for t in T], rel=1e-9), "the last column is 1 + T/6d at every length"
+    assert g["flops_per_weight_T16"] == pytest.approx(column[T.index(16)], rel=1e-12)
+    assert g["flops_per_weight_T384"] == pytest.approx(column[T.index(g["crossover_T"])], rel=1e-12)
 
 
 @pytest.mark.claim("ln-grad-orthogonal")
