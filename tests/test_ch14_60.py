@@ -33,6 +33,37 @@ def sweep(g):
 
 # ---- the generation loop and the rules' definitions -------------------------------------------------
 
+@pytest.mark.claim("val-continues-play")
+def test_validation_text_continues_a_play_begun_in_training():
+    from helpers import charlm
+
+    train, val, tok = charlm.load_corpus()
+    train_text, val_text = tok.decode(train.tolist()), tok.decode(val.tolist())
+
+    def speakers(text):
+        return re.findall(r"\n\n([A-Z][A-Za-z ]*):\n", text)
+
+    # "picks up The Taming of the Shrew in the middle of a scene whose start is in the training text":
+    # validation opens inside a speech (no speaker first), the speaker of the last training speech speaks on
+    assert not re.match(r"[A-Z][A-Za-z ]*:\n", val_text)
+    assert speakers(train_text)[-1] in speakers(val_text[:2000])
+    assert {"PETRUCHIO", "KATHARINA"} <= set(speakers(train_text))  # the Shrew's leads, already in training
+    # "... and ends with The Tempest": its characters speak only in validation, and the last speeches are theirs
+    tempest = {"PROSPERO", "MIRANDA", "ALONSO", "SEBASTIAN", "GONZALO", "ANTONIO", "FRANCISCO", "ARIEL", "CALIBAN"}
+    assert not tempest & set(speakers(train_text)) and tempest <= set(speakers(val_text))
+    assert set(speakers(val_text)[-50:]) <= tempest
+
+
+def test_validation_speaker_counts_as_printed(g):
+    from helpers import charlm
+
+    train, val, tok = charlm.load_corpus()
+    sv = set(re.findall(r"\n\n([A-Z][A-Za-z ]*):\n", tok.decode(val.tolist())))
+    st = set(re.findall(r"\n\n([A-Z][A-Za-z ]*):\n", tok.decode(train.tolist())))
+    assert (g["n_val_speakers"], g["n_shared_speakers"]) == (len(sv), len(sv & st))
+    assert 0 < g["n_shared_speakers"] < g["n_val_speakers"], "partly familiar"
+
+
 @pytest.mark.claim("restart-cost")
 def test_restart_rule_costs_about_two_positions_per_character(g, cached_model):
     # the window is the model's; a refill reads `keep` characters, then yields context - keep new ones
@@ -95,6 +126,19 @@ def test_every_greedy_continuation_drains_into_a_few_cycles(g, greedy_printout):
     # "n_main_cycle of the continuations end in the same one ... most often the one printed above"
     assert g["n_main_cycle"] > g["n_looping"] - g["n_main_cycle"], "more than all the other cycles together"
     assert len(greedy_printout["cycle"]) == g["cycle_period"]
+
+
+@pytest.mark.claim("cycles-restart-multiples")
+def test_cycle_periods_are_multiples_of_the_restart_cycle(g, greedy_printout):
+    # the restart cycle: after rereading `keep` characters the decoder writes one character per read length
+    # keep, keep + 1, ..., context before the next reread
+    assert g["restart_period"] == g["context"] - g["keep"] + 1
+    periods = greedy_printout["periods"]
+    assert periods == data(g, "cycle_periods")
+    assert (min(periods), max(periods)) == (g["cycle_period_min"], g["cycle_period_max"])
+    # "whole multiples of the restart cycle, and longer than the model's window"
+    assert all(P % g["restart_period"] == 0 for P in periods)
+    assert all(P > g["context"] for P in periods)
 
 
 # ---- the diversity-likelihood trade-off -------------------------------------------------------------
@@ -170,6 +214,19 @@ def test_truncation_lies_close_to_the_temperature_curve(g):
         assert abs(g[f"above_sweep_{key}"]) < 0.1 * (s[0][2] - s[-1][2]), key
 
 
+@pytest.mark.claim("minp-lands", "minp-near-curve")
+def test_min_p_lies_close_to_the_temperature_curve(g):
+    s, pts = sweep(g), points(g)
+    d, ll = g["distinct_minp"], g["loglik_minp"]
+    # "between the points of T = 0.75 and T = 1"
+    assert pts["T = 0.75"][1] < d < pts["T = 1.0"][1]
+    (_, d0, l0, _), (_, d1, l1, _) = pts["T = 0.75"], pts["T = 1.0"]
+    above = ll - (l0 + (l1 - l0) * (d - d0) / (d1 - d0))
+    assert above == pytest.approx(g["above_sweep_minp"], abs=2e-4)
+    # "close to the temperature curve", on the same scale as the nucleus and top-k above
+    assert abs(above) < 0.1 * (s[0][2] - s[-1][2])
+
+
 @pytest.mark.claim("probable-is-blander")
 def test_more_probable_text_is_blander(g):
     # across the eight rules of the table: order them by log-likelihood, distinct-5 falls all the way
@@ -199,6 +256,26 @@ def test_temperature_does_not_improve_the_model(g):
     # "truncation gives real characters probability zero": the real next character is sometimes cut
     assert 0 < g["excluded_p09"] < g["excluded_p05"], "a smaller nucleus excludes the real character more often"
     assert g["excluded_k5"] > 0
+
+
+@pytest.mark.claim("entropy-gap-closes")
+def test_the_loss_optimal_temperature_closes_the_entropy_gap(g):
+    gap_T1 = g["val_loss_T1"] - g["mean_entropy_real"]
+    gap_best = g["val_loss_best_T"] - g["mean_entropy_best_T"]
+    assert g["val_loss_best_T"] == pytest.approx(g["val_loss_T1"] - g["best_T_gain"], rel=1e-9)
+    # "the mean entropy rises ... level with the loss there: the whole gap closes"
+    assert g["mean_entropy_best_T"] > g["mean_entropy_real"]
+    assert abs(gap_best) < 0.1 * gap_T1
+    # "for a gain in loss of only ...": the loss moves far less than the entropy
+    assert g["best_T_gain"] < 0.1 * (g["mean_entropy_best_T"] - g["mean_entropy_real"])
+
+
+@pytest.mark.claim("nucleus-overconfident")
+def test_the_nucleus_holds_more_probability_than_it_covers(g):
+    assert g["excluded_p09_complement"] == pytest.approx(1 - g["excluded_p09"], abs=1e-12)
+    # "keeps on average x of the probability, but contains the real next character only y of the time"
+    assert g["nucleus_mass_p09"] >= 0.9, "by definition the nucleus holds at least p"
+    assert g["nucleus_mass_p09"] > g["excluded_p09_complement"]
 
 
 # ---- reproducible sampling --------------------------------------------------------------------------
@@ -243,7 +320,8 @@ def greedy_printout():
             text = "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
             onsets = [int(x) for x in re.search(r"onsets \[([^\]]*)\]", text).group(1).split(",")]
             cycle = text.split("continuations):\n", 1)[1][:-1]  # print() adds one newline
-            return {"onsets": onsets, "cycle": cycle,
+            periods = [int(x) for x in re.search(r"periods \[([^\]]*)\]", text).group(1).split(",")]
+            return {"onsets": onsets, "cycle": cycle, "periods": periods,
                     "n_cycles": int(re.search(r"distinct cycles: (\d+)", text).group(1)),
                     "n_main_cycle": int(re.search(r"the most common cycle \((\d+) continuations\)", text).group(1))}
     pytest.fail("the notebook no longer prints the greedy cycles")
@@ -350,6 +428,11 @@ def validation_stats(cached_model):
         "val_loss_T15": losses[1.5],
         "best_T_gain": losses[1.0] - min(losses.values()),
         "mean_entropy_real": float(entropy[usable].mean()),
+        "mean_entropy_best_T": (lambda lq: float(-(lq.exp() * lq).sum(-1).mean()))(
+            (zu / min(losses, key=losses.get)).log_softmax(-1)),
+        "val_loss_best_T": min(losses.values()),
+        "nucleus_mass_p09": float(torch.where(torch.isfinite(filter_logits(zu, top_p=0.9)),
+                                              zu.softmax(-1), 0.0).sum(-1).mean()),
         **{f"excluded_{name}": float((~torch.isfinite(filter_logits(zu, **rule)).gather(1, yu[:, None])).double().mean())
            for name, rule in [("k5", dict(top_k=5)), ("p09", dict(top_p=0.9)), ("p05", dict(top_p=0.5))]},
     }
