@@ -1,11 +1,11 @@
 """The guard check: is every number the prose shows pinned down by a claims test?
 
-    python tools/claims_check.py                         # whole book, this checkout
-    python tools/claims_check.py --section 14_50         # one section (repeatable)
-    python tools/claims_check.py --root /work/wt/s45 --section 14_45   # another checkout
-    python tools/claims_check.py --json guard.json       # every value, its perturbations, the tests
-    python tools/claims_check.py --require 1.0           # exit 1 if the book's score is below 100 %
-    python tools/claims_check.py --shrink-pending        # tighten tests/claims_guard_pending.txt (never loosens)
+    python -m tools.claims_check                         # whole book, this checkout
+    python -m tools.claims_check --section 14_50         # one section (repeatable)
+    python -m tools.claims_check --root /work/wt/s45 --section 14_45   # another checkout
+    python -m tools.claims_check --json guard.json       # every value, its perturbations, the tests
+    python -m tools.claims_check --require 1.0           # exit 1 if the book's score is below 100 %
+    python -m tools.claims_check --shrink-pending        # tighten tests/claims_guard_pending.txt (never loosens)
 
 What it does, for every executed notebook ``<root>/_build/executed/chapters/14_NN_*.ipynb``:
 
@@ -45,123 +45,28 @@ and a per-section score guarded/shown; ``--json`` writes everything.
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import io
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent
+from tools.notebooks import EXECUTED, RAW_DIRECTIVES, ROOT, executed_notebooks, glued, markdown_cells, read, walk_markdown
+from tools.verdicts import split_sentences
 
 #: glue roles and directives, by name, that put a glued value into the page
 GLUE_FORMS = {"glue", "glue:", "glue:any", "glue:text", "glue:md", "glue:math", "glue:figure"}
-#: directives whose body is code or math, not MyST to parse further
-RAW_DIRECTIVES = {"code-cell", "code", "code-block", "sourcecode", "math", "raw", "literalinclude",
-                  "eval-rst", "csv-table", "mermaid", "bibliography"}
-#: the myst-parser extensions the book enables (_config.yml)
-MYST_EXTENSIONS = {"amsmath", "colon_fence", "dollarmath", "deflist", "substitution"}
-
 TOLERANCE_LIKE = 1e-4
-
-
-# ------------------------------------------------------------------------ markdown: the MyST parse
-
-_PARSER = None
-
-
-def md_parser():
-    """myst-parser's markdown-it, with the book's extensions."""
-    global _PARSER
-    if _PARSER is None:
-        from markdown_it.renderer import RendererHTML
-        from myst_parser.config.main import MdParserConfig
-        from myst_parser.parsers.mdit import create_md_parser
-
-        _PARSER = create_md_parser(MdParserConfig(enable_extensions=MYST_EXTENSIONS), RendererHTML)
-    return _PARSER
-
-
-def split_directive(info: str) -> tuple[str, str] | None:
-    """``"{admonition} Title"`` -> ``("admonition", "Title")``; None for a plain code fence."""
-    info = info.strip()
-    if not info.startswith("{") or "}" not in info:
-        return None
-    name, _, argument = info[1:].partition("}")
-    return name.strip(), argument.strip()
-
-
-def directive_body(content: str) -> tuple[dict[str, str], str]:
-    """Split a directive's content into its options (``:key: value`` lines or a ``---`` YAML block)
-    and the MyST body that follows them."""
-    lines = content.splitlines()
-    options: dict[str, str] = {}
-    i = 0
-    if lines and lines[0].strip() == "---":
-        end = next((j for j in range(1, len(lines)) if lines[j].strip() == "---"), None)
-        if end is not None:
-            import yaml
-
-            loaded = yaml.safe_load("\n".join(lines[1:end])) or {}
-            options = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
-            i = end + 1
-    else:
-        while i < len(lines) and lines[i].startswith(":") and lines[i].count(":") >= 2:
-            key, _, value = lines[i][1:].partition(":")
-            options[key.strip()] = value.strip()
-            i += 1
-    return options, "\n".join(lines[i:])
-
-
-@dataclass
-class Piece:
-    """One piece of a markdown cell, as the walker meets it.
-
-    kind: ``"inline"`` (a markdown-it inline token: prose, with its children), ``"directive"``
-    (a fence or colon fence with ``{name}``; ``name``/``argument``/``options`` set),
-    ``"code"`` (a plain fenced or indented code block), ``"math"`` (a math block), ``"html"``.
-    """
-
-    kind: str
-    token: Any = None
-    name: str = ""
-    argument: str = ""
-    options: dict = field(default_factory=dict)
-
-
-def walk_markdown(text: str) -> Iterator[Piece]:
-    """Every piece of a MyST markdown text, recursing into directive bodies (admonitions, ...)."""
-    for tok in md_parser().parse(text):
-        if tok.type == "inline":
-            yield Piece("inline", tok)
-        elif tok.type in ("fence", "colon_fence"):
-            parts = split_directive(tok.info)
-            if parts is None:
-                yield Piece("code", tok)
-                continue
-            name, argument = parts
-            if name in RAW_DIRECTIVES:
-                options, _ = directive_body(tok.content)
-                yield Piece("directive", tok, name, argument, options)
-                continue
-            options, body = directive_body(tok.content)
-            yield Piece("directive", tok, name, argument, options)
-            yield from walk_markdown(body)
-        elif tok.type == "code_block":
-            yield Piece("code", tok)
-        elif tok.type in ("math_block", "math_block_label", "amsmath"):
-            yield Piece("math", tok)
-        elif tok.type in ("html_block",):
-            yield Piece("html", tok)
 
 
 def glue_reference(form: str, target: str) -> tuple[str | None, str]:
@@ -193,40 +98,6 @@ def shown_glue_names(text: str) -> list[tuple[str | None, str, str]]:
                 # a directive's title (admonition) is MyST inline text, and may hold roles
                 found.extend(shown_glue_names(piece.argument))
     return found
-
-
-# ------------------------------------------------------------------------ notebooks: glued values
-
-@dataclass
-class Glued:
-    value: Any
-    setting: bool
-
-
-def glued_outputs(nb: dict) -> dict[str, Glued]:
-    """Every glued value of an executed notebook (as tests/conftest.py reads them), with its
-    ``setting`` flag (``helpers.book.glue(..., setting=True)``)."""
-    values = {}
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            meta = out.get("metadata", {})
-            scrap = meta.get("scrapbook")
-            if not scrap:
-                continue
-            text = out["data"][scrap["mime_prefix"] + "text/plain"]
-            try:
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                value = text
-            values[scrap["name"]] = Glued(value, bool((meta.get("book") or {}).get("setting")))
-    return values
-
-
-def markdown_cells(nb: dict) -> Iterator[tuple[int, str]]:
-    for index, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "markdown":
-            src = cell["source"]
-            yield index, "".join(src) if isinstance(src, list) else src
 
 
 def is_number(value: Any) -> bool:
@@ -273,8 +144,6 @@ def section_of(stem: str) -> str:
 def claim_sentences_text(text: str) -> str:
     """The verdict sentences of one markdown cell (those marked ``<!-- claim: id -->``, tools/verdicts.py),
     joined: the text whose numbers a claim's test must pin down."""
-    from tools.verdicts import split_sentences
-
     return "\n".join(sentence for piece in walk_markdown(text) if piece.kind == "inline"
                      for sentence, ids in split_sentences(piece.token.content) if ids)
 
@@ -283,9 +152,9 @@ def shown_values(executed: Path, claims_only: bool = False) -> tuple[list[Shown]
     """The numeric, non-setting glued values that the notebook's markdown shows (with ``claims_only``:
     that its verdict sentences show), and a tally of what was skipped (``str``, ``bool``, settings,
     names shown but never glued)."""
-    nb = json.loads(executed.read_text())
+    nb = read(executed)
     stem = executed.stem
-    outputs = glued_outputs(nb)
+    outputs = glued(nb)
     where: dict[str, list[int]] = defaultdict(list)
     foreign = []
     for index, text in markdown_cells(nb):
@@ -303,17 +172,17 @@ def shown_values(executed: Path, claims_only: bool = False) -> tuple[list[Shown]
         if name not in outputs:
             skipped["not glued"].append(name)
             continue
-        glued = outputs[name]
-        if isinstance(glued.value, bool):
+        out = outputs[name]
+        if isinstance(out.value, bool):
             skipped["bool"].append(name)
-        elif not is_number(glued.value):
+        elif not is_number(out.value):
             skipped["str"].append(name)
-        elif glued.setting:
+        elif out.setting:
             skipped["setting"].append(name)
-        elif not perturbations(glued.value):
+        elif not perturbations(out.value):
             skipped["not finite"].append(name)
         else:
-            shown.append(Shown(section_of(stem), stem, name, glued.value, cells, perturbations(glued.value)))
+            shown.append(Shown(section_of(stem), stem, name, out.value, cells, perturbations(out.value)))
     return shown, skipped
 
 
@@ -584,7 +453,7 @@ class Report:
         }
 
 
-def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None,
+def run_check(root: Path | str = ROOT, sections: list[str] | None = None,
               quiet: bool = True, claims_only: bool = False) -> Report:
     """Run the guard check on a checkout whose book is built; returns a Report.
 
@@ -594,10 +463,10 @@ def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None
     """
     start = time.perf_counter()
     root = Path(root).resolve()
-    executed_dir = root / "_build" / "executed" / "chapters"
+    executed_dir = root / EXECUTED
     if not executed_dir.is_dir():
         raise FileNotFoundError(f"{executed_dir} does not exist: build the book first (`make book`)")
-    executed = sorted(p for p in executed_dir.glob("14_*.ipynb") if not p.name.startswith("_"))
+    executed = executed_notebooks(root)
     if sections:
         wanted = {s.replace(".", "_").removeprefix("§") for s in sections}
         unknown = wanted - {section_of(p.stem) for p in executed}
@@ -620,8 +489,10 @@ def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None
 
     plugin = GuardPlugin(targets)
     if test_files:
-        args = [*test_files, "--rootdir", str(root), "-c", os.devnull, "-p", "no:cacheprovider",
-                "-p", "no:terminal", "-W", "ignore::DeprecationWarning"]
+        # -c devnull skips the checkout's pyproject.toml, so its `pythonpath` is given here: the tests
+        # import that checkout's helpers (and, through its conftest, tools), before any installed copy
+        args = [*test_files, "--rootdir", str(root), "-c", os.devnull, "-o", f"pythonpath={shlex.quote(str(root))}",
+                "-p", "no:cacheprovider", "-p", "no:terminal", "-W", "ignore::DeprecationWarning"]
         sink = io.StringIO()
         redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if quiet else ()
         saved_path, saved_conftest = list(sys.path), sys.modules.get("conftest")
@@ -633,7 +504,8 @@ def run_check(root: Path | str = DEFAULT_ROOT, sections: list[str] | None = None
                 code = pytest.main(args, plugins=[plugin, _install_fixture_wrapper(plugin)])
         finally:
             # leave the caller's imports as they were (this may run inside another pytest session):
-            # forget the test modules and conftest this session imported from <root>/tests
+            # forget the test modules and conftest this session imported from <root>/tests, and take
+            # <root>/tests off sys.path again (pytest's default import mode puts it there, for good)
             tests_dir = str(root / "tests")
             for name in set(sys.modules) - before:
                 if str(getattr(sys.modules[name], "__file__", "") or "").startswith(tests_dir):
@@ -739,7 +611,7 @@ def shrink_pending(root: Path, report: Report) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT,
+    parser.add_argument("--root", type=Path, default=ROOT,
                         help="checkout to check (its tests/ and _build/); default: this one")
     parser.add_argument("--section", action="append", help="section id such as 14_50 (repeatable)")
     parser.add_argument("--json", type=Path, help="write the full result to this file")
@@ -756,7 +628,6 @@ def main(argv: list[str] | None = None) -> int:
     if not (root / "tests" / "conftest.py").is_file():
         parser.error(f"--root {root}: no tests/conftest.py there; pass the root of a checkout of the book")
     sys.dont_write_bytecode = True  # leave no __pycache__ in another checkout
-    sys.path.insert(0, str(root))  # the checkout's helpers and tools, before any installed copy
     try:
         report = run_check(root, args.section, quiet=not args.verbose, claims_only=args.claims_only)
     except (FileNotFoundError, ValueError) as exc:

@@ -1,7 +1,7 @@
 """The book's notebook editions: Colab (``_build/colab``) and student (``_build/student``).
 
-    python tools/colab.py                # write both editions from the last build
-    python tools/colab.py --ref v1.0     # the first cell fetches this tag instead of HEAD's commit
+    python -m tools.colab                # write both editions from the last build
+    python -m tools.colab --ref v1.0     # the first cell fetches this tag instead of HEAD's commit
 
 The site is MyST; Colab and plain Jupyter render only CommonMark, HTML and ``$`` math. Each
 edition notebook is made from the *source* notebook (no outputs: the reader runs it) and the
@@ -43,14 +43,14 @@ from typing import Any
 import nbformat
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools import notebooks
+from tools.notebooks import ROOT, executed_path, md_parser, read, source_notebooks, tokens
+
 BUILD = ROOT / "_build"
 EXECUTED = BUILD / "executed"
 DOCTREES = BUILD / ".doctrees"
 EDITIONS = ("colab", "student")
 
-#: The MyST extensions the site enables (_config.yml parse.myst_enable_extensions).
-MYST_EXTENSIONS = ("amsmath", "colon_fence", "dollarmath", "deflist", "substitution")
 #: markdown-it block tokens that plain CommonMark (+ tables, $ math) renders as they are.
 PLAIN_BLOCKS = {
     "paragraph_open", "paragraph_close", "inline", "heading_open", "heading_close", "bullet_list_open",
@@ -222,16 +222,6 @@ def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _glue_of(nb: dict) -> dict[str, str]:
-    out = {}
-    for cell in nb["cells"]:
-        for o in cell.get("outputs", []):
-            meta = o.get("metadata", {}).get("scrapbook")
-            if meta:
-                out[meta["name"]] = str(o["data"][meta["mime_prefix"] + "text/plain"])
-    return out
-
-
 def _title_of(cells: list) -> str:
     for cell in cells:
         if cell["cell_type"] == "markdown":
@@ -246,14 +236,13 @@ def context_from_build(root: Path = ROOT, ref: str | None = None) -> Context:
     repo, site, branch = urls(book_config(root))
     ctx = Context(repo_url=repo, site_url=site, ref=ref or edition_ref(root), colab_branch=branch,
                   install=install_specs(root))
-    executed = root / "_build" / "executed"
-    for path in sorted((root / "chapters").glob("*.ipynb")):
+    for path in source_notebooks(root):
         doc = f"chapters/{path.stem}"
-        done = executed / "chapters" / path.name
+        done = executed_path(path.stem, root)
         if not done.is_file():
             raise FileNotFoundError(f"{done} missing: build the book first (`make book`)")
-        ctx.glue[doc] = _glue_of(json.loads(done.read_text()))
-        ctx.titles[doc] = _title_of(json.loads(path.read_text())["cells"])
+        ctx.glue[doc] = {name: g.text for name, g in notebooks.glued(read(done)).items()}
+        ctx.titles[doc] = _title_of(read(path)["cells"])
     for md in ("intro", "references"):
         if (root / f"{md}.md").is_file():
             m = re.search(r"^# (.+)$", (root / f"{md}.md").read_text(), re.M)
@@ -321,20 +310,6 @@ def citations_from_bib(path: Path) -> dict[str, Citation]:
 
 # --------------------------------------------------------------------------------------------
 # Markdown
-
-
-@functools.lru_cache(maxsize=1)
-def _parser():
-    from markdown_it.renderer import RendererHTML
-    from myst_parser.config.main import MdParserConfig
-    from myst_parser.parsers.mdit import create_md_parser
-
-    return create_md_parser(MdParserConfig(enable_extensions=set(MYST_EXTENSIONS)), RendererHTML)
-
-
-def tokens(src: str):
-    """The markdown-it token stream of ``src`` as the site's parser sees it."""
-    return _parser().parse(src)
 
 
 def constructs(src: str) -> set[str]:
@@ -561,7 +536,7 @@ def _admonition(doc: _Doc, info: str, content: str, indent: str) -> str:
 
 def _markdown_to_html_inline(text: str) -> str:
     """A one-line Markdown title as HTML (a <summary> does not render Markdown)."""
-    html = _parser().renderInline(text) if hasattr(_parser(), "renderInline") else text
+    html = md_parser().renderInline(text) if hasattr(md_parser(), "renderInline") else text
     return html.strip()
 
 
@@ -612,6 +587,8 @@ def setup_source(ctx: Context, install: dict[str, str] | None = None) -> str:
     """The first cell of every Colab notebook: fetch the book at ``ctx.ref``, install what is missing.
 
     ``install`` (distribution -> pip spec; default ``ctx.install``) is what the notebook needs.
+    The cell puts BOOK_DIR on ``sys.path`` (and ``PYTHONPATH``, for subprocesses) on purpose: in the
+    reader's Colab the book is a fetched checkout, not installed, and the notebooks import its helpers.
     """
     install = ctx.install if install is None else install
     install = json.dumps(install, indent=4).replace("\n}", ",\n}") if install else "{}"
@@ -810,9 +787,9 @@ def write_editions(root: Path = ROOT, ref: str | None = None, ctx: Context | Non
     ctx = ctx or context_from_build(root, ref)
     out = out or root / "_build"
     written = []
-    for path in sorted((root / "chapters").glob("*.ipynb")):
+    for path in source_notebooks(root):
         docname = f"chapters/{path.stem}"
-        source = json.loads(path.read_text())
+        source = read(path)
         for edition in EDITIONS:
             nb = convert_notebook(source, ctx, docname, edition)
             dst = out / edition / "chapters" / path.name

@@ -1,12 +1,12 @@
 """Numbers typed into the prose by hand: every number a markdown cell shows outside a glue role.
 
-    python tools/prose_numbers.py                    # every source notebook of this checkout
-    python tools/prose_numbers.py --root /work/wt/s45 --section 14_45
-    python tools/prose_numbers.py --all              # also list what the rules and allow-list let through
-    python tools/prose_numbers.py --shrink-pending   # delete pending entries whose number is gone
+    python -m tools.prose_numbers                    # every source notebook of this checkout
+    python -m tools.prose_numbers --root /work/wt/s45 --section 14_45
+    python -m tools.prose_numbers --all              # also list what the rules and allow-list let through
+    python -m tools.prose_numbers --shrink-pending   # delete pending entries whose number is gone
 
 The book's rule (CONTRIBUTING.md): a number in prose is glued, never typed. This scanner parses
-each markdown cell with myst-parser's markdown-it (tools/claims_check.walk_markdown), so code
+each markdown cell with myst-parser's markdown-it (tools/notebooks.walk_markdown), so code
 spans, code blocks, link targets, citation keys and every role's target (``{glue:text}``,
 ``{cite}``, ``{doc}``, ``{ref}``, ...) are never scanned; admonition titles and bodies are. In the
 plain text tokens left, a *number* is a run of digits (``1,115,394``, ``0.6``, ``1e-7``), or,
@@ -64,7 +64,6 @@ shrinks).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -72,13 +71,8 @@ from pathlib import Path
 
 import yaml
 
-try:
-    from tools.claims_check import walk_markdown
-except ImportError:  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from claims_check import walk_markdown  # type: ignore
+from tools.notebooks import ROOT, as_text, markdown_cells, read, source_notebooks, walk_markdown
 
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 ALLOW_FILE = Path("tests") / "prose_numbers_allow.yml"
 
 #: spelled-out numbers the scanner reads everywhere (not "one": it is a pronoun and an article
@@ -436,9 +430,7 @@ def code_settings(nb: dict) -> dict[str, set[float]]:
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        src = cell["source"]
-        src = "".join(src) if isinstance(src, list) else src
-        lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        lines = [ln for ln in as_text(cell["source"]).splitlines() if not ln.lstrip().startswith(("%", "!"))]
         try:
             tree = ast.parse("\n".join(lines))
         except SyntaxError:
@@ -461,15 +453,11 @@ def to_float(number: str) -> float | None:
 
 
 def scan_notebook(path: Path, entries: list[dict]) -> list[Number]:
-    nb = json.loads(path.read_text())
+    nb = read(path)
     settings = code_settings(nb)
     found = []
-    for index, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] != "markdown":
-            continue
-        src = cell["source"]
-        found += scan_markdown("".join(src) if isinstance(src, list) else src, path.stem, index, entries,
-                               settings)
+    for index, src in markdown_cells(nb):
+        found += scan_markdown(src, path.stem, index, entries, settings)
     return found
 
 
@@ -480,11 +468,7 @@ def stale_allow_entries(numbers: list[Number], entries: list[dict]) -> list[dict
     return [e for e in entries if e["index"] not in used]
 
 
-def source_notebooks(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "chapters").glob("14_*.ipynb") if not p.name.startswith("_"))
-
-
-def scan_book(root: Path = DEFAULT_ROOT, sections: list[str] | None = None) -> list[Number]:
+def scan_book(root: Path = ROOT, sections: list[str] | None = None) -> list[Number]:
     entries = load_allow(root)
     found = []
     for path in source_notebooks(root):
@@ -531,7 +515,7 @@ def shrink_pending(root: Path, numbers: list[Number]) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Numbers typed into the prose outside glue roles.")
-    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--section", action="append", help="section id such as 14_48 (repeatable)")
     parser.add_argument("--all", action="store_true", help="also list numbers a rule or the allow-list lets stay")
     parser.add_argument("--shrink-pending", action="store_true",

@@ -1,9 +1,9 @@
 """Verdict sentences and the tests that assert them: the book's figure of merit (issue 23 items 2-3).
 
-    python tools/verdicts.py                    # per-section table: claims marked, asserted, candidates left
-    python tools/verdicts.py --section 14_47    # one section, with every untested sentence
-    python tools/verdicts.py --list             # also every claim and the tests that assert it
-    python tools/verdicts.py --shrink-pending   # delete pending entries whose sentence is gone or now marked
+    python -m tools.verdicts                    # per-section table: claims marked, asserted, candidates left
+    python -m tools.verdicts --section 14_47    # one section, with every untested sentence
+    python -m tools.verdicts --list             # also every claim and the tests that assert it
+    python -m tools.verdicts --shrink-pending   # delete pending entries whose sentence is gone or now marked
 
 A **verdict sentence** states a result that could have come out otherwise: a direction, an order, a
 threshold, "every seed", "monotone", "faster", "most", "dominates". The author marks each one in the
@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -52,13 +51,8 @@ from pathlib import Path
 
 import yaml
 
-try:
-    from tools.claims_check import glued_outputs, walk_markdown
-except ImportError:  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from claims_check import glued_outputs, walk_markdown  # type: ignore
+from tools.notebooks import ROOT, executed_notebooks, glued, markdown_cells, read, source_notebooks, walk_markdown
 
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent
 PENDING_DIR = Path("tests") / "verdicts_pending"   # one file per section, 14_NN.yml
 KINDS = ("untested", "not-a-verdict", "booleans")
 
@@ -168,10 +162,7 @@ def notebook_sentences(path: Path) -> tuple[list[Sentence], list[str]]:
     section = path.stem[:5]
     sentences: list[Sentence] = []
     problems: list[str] = []
-    for index, cell in enumerate(json.loads(path.read_text())["cells"]):
-        if cell["cell_type"] != "markdown":
-            continue
-        source = "".join(cell["source"])
+    for index, source in markdown_cells(read(path)):
         for piece in walk_markdown(source):
             if piece.kind == "html" and MARK.search(piece.token.content):
                 problems.append(f"{section} cell {index}: a claim mark on a line of its own "
@@ -231,10 +222,10 @@ def load_pending(root: Path) -> dict[str, dict[str, list[str]]]:
 def boolean_asserts(root: Path, section: str) -> list[str]:
     """The glued booleans of ``section``'s executed notebook that its test file reads inside an assert."""
     test_file = root / "tests" / f"test_ch{section}.py"
-    executed = sorted((root / "_build" / "executed" / "chapters").glob(f"{section}_*.ipynb"))
+    executed = [p for p in executed_notebooks(root) if p.stem.startswith(f"{section}_")]
     if not test_file.is_file() or not executed:
         return []
-    booleans = {name for name, out in glued_outputs(json.loads(executed[0].read_text())).items()
+    booleans = {name for name, out in glued(read(executed[0])).items()
                 if isinstance(out.value, bool)}
     found = []
     for node in ast.walk(ast.parse(test_file.read_text())):
@@ -250,12 +241,12 @@ def _matches(opening: str, sentence: Sentence) -> bool:
     return " ".join(sentence.text.split()).startswith(" ".join(opening.split()))
 
 
-def report(root: Path = DEFAULT_ROOT, sections: list[str] | None = None) -> list[SectionReport]:
+def report(root: Path = ROOT, sections: list[str] | None = None) -> list[SectionReport]:
     """The verdict coverage of every (or the given) section of the checkout at ``root``."""
     tests = test_claims(root)
     pending = load_pending(root)
     reports = []
-    for path in sorted((root / "chapters").glob("14_*.ipynb")):
+    for path in source_notebooks(root):
         section = path.stem[:5]
         if sections and section not in sections:
             continue
@@ -352,7 +343,7 @@ def write_pending(root: Path, section: str, kinds: dict[str, list[str]]) -> None
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--section", action="append")
     parser.add_argument("--list", action="store_true", help="every claim and its tests")
     parser.add_argument("--shrink-pending", action="store_true")
