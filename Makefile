@@ -27,11 +27,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 book: venv
-	$(PY) tools/book.py $(BOOK_FLAGS)
+	$(PY) -m tools.book $(BOOK_FLAGS)
 
 # the site tests drive Chromium: use the one installed, or install Debian's or Playwright's
 browser: venv
-	$(PY) tools/browser.py
+	$(PY) -m tools.browser
 
 # axe-core (the accessibility checker tests/test_site.py injects into every page), from npm;
 # npm itself comes from Debian's packages when it is missing and we are root
@@ -57,7 +57,7 @@ check: test full
 
 # the whole Part as one PDF in _build/pdf/ (not part of `make test`: see README, "Editions")
 pdf: book browser
-	$(PY) tools/pdf.py
+	$(PY) -m tools.pdf
 
 clean:
 	rm -rf _build

@@ -45,7 +45,7 @@ def test_every_marked_claim_has_a_test_and_every_candidate_is_listed(reports, se
         "notebook decided from (the curve, the two values) and assert the verdict from it")
     assert not r.stale, (
         f"§{section}: tests/verdicts_pending/{section}.yml lists sentences that are gone or now marked "
-        f"(`python tools/verdicts.py --shrink-pending`): {r.stale}")
+        f"(`python -m tools.verdicts --shrink-pending`): {r.stale}")
 
 
 def test_sentences_split_and_marks_attach_to_the_sentence_before_them():

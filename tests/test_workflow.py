@@ -50,14 +50,14 @@ def test_the_workflow_runs_on_a_tag_builds_tests_deploys_and_publishes():
     assert on["push"]["tags"] == ["v*"]
     steps = flow["jobs"]["build"]["steps"]
     runs = "\n".join(s.get("run", "") for s in steps)
-    assert "make test" in runs and "tools/colab.py" in runs and "--publish" in runs
+    assert "make test" in runs and "-m tools.colab" in runs and "--publish" in runs
     assert any(s.get("uses", "").startswith("actions/upload-pages-artifact") and s["with"]["path"] == "_build/html"
                for s in steps)
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in flow["jobs"]["deploy"]["steps"])
 
 
 def test_the_publish_command_pushes_both_editions_to_their_branches(tmp_path, monkeypatch):
-    """`tools/colab.py --publish REMOTE`, the workflow's step: the Colab edition to edition.colab_branch
+    """`python -m tools.colab --publish REMOTE`, the workflow's step: the Colab edition to edition.colab_branch
     and the student edition (what a site without solutions launches) to edition.student_branch."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)

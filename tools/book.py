@@ -1,11 +1,11 @@
 """Build the book: execute every notebook with papermill, then render the site with Jupyter Book.
 
-    python tools/book.py                 # execute (HEAVY_EVAL=False) + render to _build/html
-    python tools/book.py --heavy         # retrain the heavy sections and rewrite cache/
-    python tools/book.py --force         # re-execute even notebooks whose inputs are unchanged
-    python tools/book.py --only 14_45    # execute only matching notebooks (the site still renders all)
-    python tools/book.py --no-render     # execute only
-    python tools/book.py --solutions hidden   # a site without the exercise solutions (a term in progress)
+    python -m tools.book                 # execute (HEAVY_EVAL=False) + render to _build/html
+    python -m tools.book --heavy         # retrain the heavy sections and rewrite cache/
+    python -m tools.book --force         # re-execute even notebooks whose inputs are unchanged
+    python -m tools.book --only 14_45    # execute only matching notebooks (the site still renders all)
+    python -m tools.book --no-render     # execute only
+    python -m tools.book --solutions hidden   # a site without the exercise solutions (a term in progress)
 
 Executed copies go to ``_build/executed/chapters/`` beside a copy of the book's other
 sources; Jupyter Book renders that folder (``execute_notebooks: "off"``, warnings are
@@ -14,6 +14,15 @@ helpers package, the data, the cache, or the parameters.
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:
+    # `python tools/book.py`, the command that helpers/ and the cache manifests quote (neither changes
+    # for this: helpers/ is hashed into the cache keys): run it as the module it is, from the root
+    import os
+    import sys
+
+    os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.execv(sys.executable, [sys.executable, "-m", "tools.book", *sys.argv[1:]])
 
 import argparse
 import hashlib
@@ -27,10 +36,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `tools` importable
-from tools import version  # noqa: E402
+from tools import version
+from tools.notebooks import ROOT, as_text, read, source_notebooks
 
-ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 BUILD = ROOT / "_build"
 STAGE = BUILD / "executed"
@@ -55,11 +63,6 @@ class Executed:
     skipped: bool
 
 
-def source_notebooks() -> list[Path]:
-    """Every notebook of the book, in file-name order (which is section order)."""
-    return sorted(p for p in CHAPTERS.glob("*.ipynb") if not p.name.startswith("_"))
-
-
 def input_hash(notebook: Path, parameters: dict) -> str:
     """Hash of everything a notebook's outputs depend on (source, helpers, data, cache, params)."""
     digest = hashlib.sha256(notebook.read_bytes())
@@ -74,13 +77,12 @@ def input_hash(notebook: Path, parameters: dict) -> str:
 
 def _failed_cell(src: Path, dst: Path) -> str:
     """'cell N `first line`' of the cell that raised, N counted in the *source* notebook."""
-    executed = json.loads(dst.read_text())["cells"] if dst.exists() else []
+    executed = read(dst)["cells"] if dst.exists() else []
     failed = next((c for c in executed if any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
     if failed is None:
         return "an unknown cell"
-    source = "".join(failed["source"])
-    src_cells = json.loads(src.read_text())["cells"]
-    index = next((i for i, c in enumerate(src_cells) if "".join(c["source"]) == source), "?")
+    source = as_text(failed["source"])
+    index = next((i for i, c in enumerate(read(src)["cells"]) if as_text(c["source"]) == source), "?")
     first = next((line for line in source.splitlines() if line.strip()), "")
     return f"cell {index} `{first[:80]}`"
 
@@ -195,7 +197,7 @@ def _execute_one(src: str, parameters: dict, threads: int, force: bool) -> Execu
     src_path = Path(src)
     dst = STAGE / "chapters" / src_path.name
     if not force and dst.exists():
-        meta = json.loads(dst.read_text()).get("metadata", {}).get("book", {})
+        meta = read(dst).get("metadata", {}).get("book", {})
         if meta.get("input_hash") == input_hash(src_path, parameters):
             return Executed(src_path.name, meta.get("exec_seconds", 0.0), skipped=True)
     try:
@@ -269,7 +271,7 @@ def heavy_sections(root: Path = ROOT) -> list[dict]:
         m = re.search(r"--only (\d+_\d+)\b", meta.get("regenerate", ""))
         if not m:
             raise ValueError(f"{manifest.relative_to(root)}: its regenerate command names no section (--only 14_NN)")
-        stems = [p.stem for p in (root / "chapters").glob(f"{m.group(1)}_*.ipynb")]
+        stems = [p.stem for p in source_notebooks(root) if p.stem.startswith(f"{m.group(1)}_")]
         if len(stems) != 1:
             raise ValueError(f"{manifest.relative_to(root)}: --only {m.group(1)} matches {len(stems)} notebooks")
         found.append({"section": m.group(1).replace("_", "."), "stem": stems[0], "cache": manifest.parent.name,
@@ -379,11 +381,9 @@ def write_editions() -> None:
 
 
 def _editions():
-    if str(ROOT) not in sys.path:  # run as a script, tools/ is on the path but not the root
-        sys.path.insert(0, str(ROOT))
-    import tools.colab
+    from tools import colab
 
-    return tools.colab
+    return colab
 
 
 def render(stage: Path = STAGE) -> float:

@@ -1,7 +1,7 @@
 """Find, or install, the Chromium that the site tests (and `make pdf`) drive through Playwright.
 
-    python tools/browser.py            # print the path of a usable Chromium; install one if none
-    python tools/browser.py --check    # print it, or one line saying what to install; install nothing
+    python -m tools.browser            # print the path of a usable Chromium; install one if none
+    python -m tools.browser --check    # print it, or one line saying what to install; install nothing
 
 Where it looks, in order: ``$BOOK_CHROMIUM`` (a path you choose), a Chromium or Chrome on
 ``PATH`` (Debian's ``chromium`` is ``/usr/bin/chromium``), then Playwright's own Chromium.

@@ -1,8 +1,8 @@
 """Run the Colab edition as a Colab reader would, here: every notebook from its first cell to its last.
 
-    python tools/colab_sim.py              # all twenty under Colab's Python 3.13 (needs root); one line each
-    python tools/colab_sim.py --only 14_57
-    python tools/colab_sim.py --python host  # under this machine's Python instead (no root needed)
+    python -m tools.colab_sim              # all twenty under Colab's Python 3.13 (needs root); one line each
+    python -m tools.colab_sim --only 14_57
+    python -m tools.colab_sim --python host  # under this machine's Python instead (no root needed)
 
 What stands in for Colab:
 
@@ -44,9 +44,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from tools.notebooks import ROOT
 
 PREINSTALLED = ROOT / "tests" / "colab" / "preinstalled.txt"
 SIM = ROOT / "_build" / "colab-sim"
@@ -394,9 +392,9 @@ def simulate(only: str | None = None, jobs: int = 2, log=print, keep: bool = Fal
             results += _jobs_here(todo, base, jobs, report)
         else:
             (tmp / "jobs.json").write_text(json.dumps(todo))
-            runner = in_rootfs([f"{inner_base}/bin/python", seen(repo / "tools" / "colab_sim.py"), "--run-jobs",
-                                seen(tmp / "jobs.json"), "--jobs", str(jobs)], env=_pip_env(), popen=True,
-                               stdout=subprocess.PIPE, text=True)
+            runner = in_rootfs(["sh", "-c", 'cd "$0" && exec "$@"', seen(repo), f"{inner_base}/bin/python", "-m",
+                                "tools.colab_sim", "--run-jobs", seen(tmp / "jobs.json"), "--jobs", str(jobs)],
+                               env=_pip_env(), popen=True, stdout=subprocess.PIPE, text=True)
             for line in runner.stdout:   # one JSON line per notebook, as each finishes
                 if line.startswith("{"):
                     r = Result(**json.loads(line))

@@ -1,6 +1,6 @@
 """Print the whole Part to one PDF: Jupyter Book's single-page HTML, printed by Chromium.
 
-    python tools/pdf.py          # after `make book`; `make pdf` does both
+    python -m tools.pdf          # after `make book`; `make pdf` does both
 
 Steps: Jupyter Book renders the executed notebooks (``_build/executed``) with the
 ``singlehtml`` builder into ``_build/singlehtml``; headless Chromium (``tools/browser.py``)
@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `tools` importable
-from tools import browser, version  # noqa: E402
+from tools import browser, version
+from tools.notebooks import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "_build" / "executed"
 SINGLE = ROOT / "_build" / "singlehtml"
 PDF = ROOT / "_build" / "pdf" / "sequence-models-ch14-part3.pdf"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.notebooks import ROOT
+
 ENV_VAR = "BOOK_VERSION"
 UNKNOWN = "unversioned"
 
