@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
-import ast
-import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # for `tools`
+from tools import notebooks
+from tools.notebooks import as_text, glued_values  # noqa: F401 (glued_values: tests import it from here)
 
+# the checkout these tests belong to, which need not be the one `tools` comes from: the guard check
+# (tools/claims_check.py) runs another checkout's tests (--root), and a toy book's copy of this file
+ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
-EXECUTED = ROOT / "_build" / "executed" / "chapters"
+EXECUTED = ROOT / notebooks.EXECUTED
 SITE = ROOT / "_build" / "html"
 
 
 def source_notebooks() -> list[Path]:
-    return sorted(p for p in CHAPTERS.glob("*.ipynb") if not p.name.startswith("_"))
+    return notebooks.source_notebooks(ROOT)
 
 
 def load_executed(stem: str) -> dict:
     """The executed copy of ``chapters/<stem>.ipynb`` (built by `make book`)."""
-    path = EXECUTED / f"{stem}.ipynb"
+    path = notebooks.executed_path(stem, ROOT)
     if not path.is_file():
         pytest.fail(f"{path} does not exist: build the book first (`make book`; `make test` does it)")
-    return json.loads(path.read_text())
+    return notebooks.read(path)
 
 
 def executed_parameters(stem: str) -> dict:
@@ -35,21 +35,8 @@ def executed_parameters(stem: str) -> dict:
     for cell in load_executed(stem)["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
         if "parameters" in tags or "injected-parameters" in tags:
-            exec("".join(cell["source"]), space)
+            exec(as_text(cell["source"]), space)
     return {k: v for k, v in space.items() if k.isupper()}
-
-
-def glued_values(nb: dict) -> dict[str, object]:
-    """Every value bound with ``glue`` in an executed notebook, read back as Python objects."""
-    values = {}
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            meta = out.get("metadata", {}).get("scrapbook")
-            if not meta:
-                continue
-            text = out["data"][meta["mime_prefix"] + "text/plain"]
-            values[meta["name"]] = ast.literal_eval(text)
-    return values
 
 
 @pytest.fixture(scope="session")
