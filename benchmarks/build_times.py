@@ -1,7 +1,7 @@
 """Measure the book's build: each notebook's execution time and the whole build's wall time.
 
-    .venv/bin/python benchmarks/build_times.py            # both cores, like `make book`
-    .venv/bin/python benchmarks/build_times.py --jobs 1   # one notebook at a time
+    .venv/bin/python -m benchmarks.build_times            # both cores, like `make book`
+    .venv/bin/python -m benchmarks.build_times --jobs 1   # one notebook at a time
 
 Forces a full re-execution (HEAVY_EVAL=False) and render, then prints one line per notebook
 and the totals. Targets: each notebook < 60 s, the whole book < 5 min on a 2-core machine.
@@ -9,15 +9,13 @@ Figures are printed, never asserted: tests do not fail on wall time.
 """
 
 import argparse
-import json
 import os
 import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.notebooks import ROOT, executed_notebooks, read
 
 
 def main() -> int:
@@ -25,13 +23,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     start = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "tools" / "book.py"), "--force", "--jobs", str(args.jobs)],
+    subprocess.run([sys.executable, "-m", "tools.book", "--force", "--jobs", str(args.jobs)],
                    cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     total = time.perf_counter() - start
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; jobs={args.jobs}")
-    executed = sorted((ROOT / "_build" / "executed" / "chapters").glob("*.ipynb"))
-    for path in executed:
-        seconds = json.loads(path.read_text())["metadata"]["book"]["exec_seconds"]
+    for path in executed_notebooks():
+        seconds = read(path)["metadata"]["book"]["exec_seconds"]
         flag = "" if seconds < 60 else "   <- over the 60 s target"
         print(f"{path.stem:<50} {seconds:7.1f} s{flag}")
     print(f"{'whole build (execute + render)':<50} {total:7.1f} s")

@@ -1,7 +1,7 @@
 """§14.59's character-level language models: throughput alone, and the cached comparison's figures.
 
-    .venv/bin/python benchmarks/charlm.py --measure      # steps/s of each model alone (quiet machine!)
-    .venv/bin/python benchmarks/charlm.py                # the figures of cache/charlm, run by run
+    .venv/bin/python -m benchmarks.charlm --measure      # steps/s of each model alone (quiet machine!)
+    .venv/bin/python -m benchmarks.charlm                # the figures of cache/charlm, run by run
 
 ``--measure`` times training steps of each model at each batch size of the protocol, with 2 torch
 threads and nothing else running, three times, and prints the fastest: other tenants of a shared
@@ -9,7 +9,7 @@ machine only ever slow a timing down, so the fastest of three is the best estima
 alone. These are the figures to record in
 ``helpers.charlm.THROUGHPUT``, which turns §14.59's wall-clock budgets into step counts.
 
-Without ``--measure`` it prints, from cache/charlm (regenerate: ``tools/book.py --only 14_59 --heavy``),
+Without ``--measure`` it prints, from cache/charlm (regenerate: ``python -m tools.book --only 14_59 --heavy``),
 the tuning runs, and every final run: model, budget, seed, steps, characters seen, validation loss on
 the whole split (nats per character), and per model and budget the mean and range over seeds.
 """
@@ -17,12 +17,10 @@ the whole split (nats per character), and per model and budget the mean and rang
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from helpers import charlm  # noqa: E402
+from helpers import charlm
 
 
 def measure(threads: int, seconds: float, repeats: int) -> None:

@@ -1,21 +1,17 @@
 """Print what each heavy retrain cost, as recorded in the cache manifests.
 
-    .venv/bin/python benchmarks/heavy_runs.py
+    .venv/bin/python -m benchmarks.heavy_runs
 
 The heavy sections (§14.59, §14.63) time themselves when they regenerate their cache
-(`tools/book.py --only <section> --heavy`); the manifest keeps the wall time, the hardware and the
+(`python -m tools.book --only <section> --heavy`); the manifest keeps the wall time, the hardware and the
 per-part timings. This script prints them; nothing here is asserted. To re-measure,
 regenerate the cache on a quiet machine.
 """
 
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from helpers import cache  # noqa: E402
+from helpers import cache
 
 
 def main() -> int:
