@@ -714,7 +714,7 @@ def three_families(n: int = 4) -> Diagram:
     enc_x = [x1 + w * i for i in range(n)]
     for i, x in enumerate(enc_x):
         c.box(x, 1.0, src[i], w=1.0, h=0.6, tone="io", size=FONT - 2.5)
-        c.box(x, 3.0, "", w=1.0, h=0.6, tone="state")
+        c.box(x, 3.0, f"h{i + 1}", w=1.0, h=0.6, tone="state", size=FONT - 2.5)  # the encoder's outputs
         for xj in enc_x:
             c.line([xj, x], [1.3, 2.7], tone="attn", lw=0.6, alpha=0.6)
     x2 = x1 + w * n + 0.4
@@ -728,7 +728,12 @@ def three_families(n: int = 4) -> Diagram:
         for xe in enc_x:
             c.line([xe, x], [3.3, 4.7], tone="state", lw=0.6, alpha=0.5)
     c.text((x1 + dec_x[-1]) / 2, 6.4, "encoder–decoder: bidirectional encoder, causal decoder\n"
-           "plus cross-attention to every encoder position", size=FONT - 2)
+           "plus cross-attention to every encoder output", size=FONT - 2)
+    # the legend: what the two line colours stand for
+    c.line([1.2, 2.0], [0.3, 0.3], tone="attn", lw=1.4)
+    c.text(2.2, 0.3, "self-attention (within one sequence)", size=FONT - 3, ha="left")
+    c.line([8.2, 9.0], [0.3, 0.3], tone="state", lw=1.4)
+    c.text(9.2, 0.3, "cross-attention (decoder position → encoder outputs h1…h4)", size=FONT - 3, ha="left")
     return c.done()
 
 

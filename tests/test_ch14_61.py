@@ -35,6 +35,15 @@ def test_the_masks_open_the_pairs_the_prose_counts(g):
     assert g["visible_encoder"] == T * T, "every pair open"
     assert g["visible_causal"] == T * (T + 1) // 2, "the diagonal and everything below it"
     assert g["visible_cross"] == T_dec * S and T_dec != S, "cross-attention is rectangular"
+    assert g["visible_enc_self"] == S * S, "the encoder-decoder's own encoder: every pair open"
+
+
+@pytest.mark.claim("prefix-count")
+def test_the_prefix_lm_opens_the_prefix_block_and_the_causal_pairs_after_it(g):
+    T, P = g["T_ex"], g["P_prefix"]
+    assert 0 < P < T
+    assert g["visible_prefix"] == P * P + sum(i + 1 for i in range(P, T)), "P x P block, then row i sees i + 1 keys"
+    assert g["visible_causal"] < g["visible_prefix"] < g["visible_encoder"]
 
 
 @pytest.mark.claim("same-parameters")
@@ -92,6 +101,15 @@ def test_the_forced_position_raises_the_unpredictable_share(g):
     assert g["mlm_unpredictable_share"] > g["share_independent"], "... and so does the simulation"
 
 
+@pytest.mark.claim("s2s-floor-zero")
+def test_the_encoder_decoder_falls_far_below_the_other_floors(g):
+    # its floor is zero: the source determines every target; its training loss ends orders of magnitude below the others'
+    tail = data(g, "s2s_tail_losses")
+    assert g["s2s_final_loss_train"] == pytest.approx(sum(tail) / len(tail), rel=1e-9), "the mean of the last steps"
+    assert 0 < g["s2s_final_loss_train"] < 0.01
+    assert g["s2s_final_loss_train"] < 0.05 * min(g["mlm_loss_floor"], g["clm_loss_floor"])
+
+
 @pytest.mark.claim("near-floors")
 def test_both_models_reach_their_derived_floors(g):
     n_letters, T = 8, g["T_pal"]
@@ -115,11 +133,18 @@ def test_the_mlm_gets_a_few_targets_where_the_clm_gets_one_per_position(g):
 
 # ------------------------------------------------------------------------------ filling gaps
 
-@pytest.mark.claim("first-half-fill", "takeaway-gap")
-def test_only_the_bidirectional_model_fills_the_first_half(g):
+@pytest.mark.claim("first-half-fill", "takeaway-gap-one-pass")
+def test_in_one_pass_only_the_bidirectional_model_fills_the_first_half(g):
     assert g["chance"] == 1 / 8
     assert share(g, "mlm_first_half_acc") > 0.95
-    assert abs(g["clm_first_half_acc"] - g["chance"]) < 0.2 * g["chance"], "the CLM at chance"
+    assert abs(g["clm_first_half_acc"] - g["chance"]) < 0.2 * g["chance"], "the CLM's next-token read-out at chance"
+
+
+@pytest.mark.claim("clm-scored", "cost-not-capability", "takeaway-gap")
+def test_scoring_every_candidate_with_the_clm_fills_the_first_half(g):
+    assert g["n_candidates"] == 8, "one forward pass per letter"
+    assert share(g, "clm_scored_first_half_acc") > 0.95 and share(g, "clm_scored_min") > 0.9, "at every first-half position"
+    assert g["clm_scored_first_half_acc"] > 5 * g["clm_first_half_acc"], "far above the one-pass read-out"
 
 
 @pytest.mark.claim("second-half-both")
@@ -170,7 +195,7 @@ def test_the_clm_generates_mostly_valid_palindromes_with_random_halves(g):
     assert g["gen_entropy_bits"] > math.log2(8) - 0.1
 
 
-@pytest.mark.claim("mlm-generates")
+@pytest.mark.claim("mlm-generates", "box-mlm-generates")
 def test_left_to_right_unmasking_works_nearly_as_well(g):
     assert abs(share(g, "mlm_gen_valid_share") - share(g, "gen_valid_share")) < 0.1
 
@@ -181,6 +206,27 @@ def test_on_these_samples_the_mlm_is_behind_beyond_sampling_noise(g):
     z = (p_c - p_m) / math.sqrt(p_m * (1 - p_m) / n + p_c * (1 - p_c) / n)
     assert g["mlm_gen_gap_z"] == pytest.approx(z, rel=1e-9)
     assert z > 2, "behind by more than two standard errors of the sampling noise"
+
+
+@pytest.mark.claim("mlm-failures", "mlm-first-half-entropy", "mlm-mirror-certain")
+def test_the_mlm_samples_are_off_where_the_model_is_off_its_training_patterns(g):
+    uniform = math.log2(8)
+    counts, by_step, half = data(g, "mlm_first_half_counts"), data(g, "mlm_pred_entropy_by_step"), (g["T_pal"] - 1) // 2
+    letters = counts[:8]
+    assert sum(counts) == half * g["n_fresh"] and g["mlm_first_half_nonletters"] == sum(counts[8:])
+    assert g["mlm_gen_entropy_bits"] == pytest.approx(
+        -sum(c / sum(letters) * math.log2(c / sum(letters)) for c in letters if c), rel=1e-9)
+    assert g["mlm_pred_entropy_first_half"] == pytest.approx(sum(by_step[:half]) / half, rel=1e-5)
+    assert g["mlm_pred_entropy_mirror_half"] == pytest.approx(sum(by_step[half + 1:]) / half, rel=1e-5)
+    # first half: less even than the data and than the CLM's letters, and less even by the model's own predictions
+    assert g["mlm_gen_entropy_bits"] < g["gen_entropy_bits"] and g["mlm_gen_entropy_bits"] < uniform - 0.05
+    assert g["mlm_pred_entropy_first_half"] < uniform - 0.05
+    assert g["mlm_first_half_nonletters"] > 0
+    assert g["mlm_pred_entropy_mirror_half"] < 0.1 * g["mlm_pred_entropy_first_half"], "near-certain in the mirror half"
+    breaks = data(g, "mlm_breaks")
+    assert sum(breaks) == g["mlm_invalid_n"] == round(g["n_fresh"] * (1 - g["mlm_gen_valid_share"]))
+    assert g["mlm_fail_first_half"] == sum(breaks[:half]) <= g["mlm_first_half_nonletters"]
+    assert g["mlm_fail_separator"] == breaks[half] and g["mlm_fail_mirror"] == sum(breaks[half + 1:])
 
 
 # ------------------------------------------------------------------------------ sequence to sequence
@@ -194,6 +240,7 @@ def test_the_encoder_decoder_maps_every_length_exactly(g):
     assert g["s2s_exact"] == pytest.approx(sum(count * exact for _, count, exact, _ in rows) / words)
     assert g["s2s_exact_min_by_length"] == min(exact for _, _, exact, _ in rows)
     assert all(exact == 1.0 for _, _, exact, _ in rows) and g["s2s_exact"] == 1.0, "every word, every length"
+    assert g["s2s_eos_at_end"] == 1.0, "<eos> itself written at step 2n + 1, not only the letters before it"
 
 
 @pytest.mark.claim("length-ratio", "takeaway-s2s")
@@ -217,7 +264,7 @@ def test_cross_attention_traces_the_v_and_ends_on_eos(g):
     assert sum(argmax[t] == expected[t] for t in backward) > len(backward) / 2
     assert source[argmax[-1]] == "<eos>", "the last step looks at the source's <eos>"
     hits = [a == e for a, e in zip(argmax, expected) if e is not None]
-    assert g["cross_alignment_steps"] == len(hits)
+    assert g["cross_alignment_steps"] == len(hits) == g["cross_letter_steps"] + 1, "the letters and the closing <eos>"
     assert g["cross_alignment_share"] == pytest.approx(sum(hits) / len(hits))
 
 
@@ -226,6 +273,26 @@ def test_the_missed_steps_look_at_the_source_eos(g):
     source, argmax, expected = data(g, "cross_source"), data(g, "cross_argmax"), data(g, "cross_expected")
     misses = [a for a, e in zip(argmax, expected) if e is not None and a != e]
     assert misses and all(source[a] == "<eos>" for a in misses)
+
+
+@pytest.mark.claim("cross-same-letter", "cross-many")
+def test_counting_the_same_letter_as_a_hit_changes_nothing(g):
+    assert 0.5 < share(g, "cross_alignment_share_many") < 1, "most copy steps, not all, by position"
+    words = data(g, "cross_many_words")
+    assert g["cross_alignment_words"] == len(words) and all(len(w) == g["n_half"] for w in words)
+    assert g["cross_distinct_words"] == sum(len(set(w)) == len(w) for w in words)
+    assert g["cross_distinct_words"] < 0.2 * g["cross_alignment_words"], "most words repeat a letter"
+    assert g["cross_same_letter_share_many"] >= g["cross_alignment_share_many"], "a position hit is a letter hit"
+    assert g["cross_misses_on_eos_many"] == 1.0, "every miss lands on the source's <eos> ..."
+    assert g["cross_same_letter_share_many"] == pytest.approx(g["cross_alignment_share_many"]), "... so the share is the same"
+
+
+@pytest.mark.claim("cross-heads")
+def test_one_head_reads_the_copied_letter_where_the_average_misses(g):
+    by_head = data(g, "cross_same_letter_by_head")
+    assert g["cross_head_best"] == max(by_head) and g["cross_head_worst"] == min(by_head)
+    assert g["cross_head_best"] > 0.99 and g["cross_head_worst"] < g["cross_same_letter_share_many"] < g["cross_head_best"]
+    assert share(g, "cross_some_head_share") > 0.99 and g["cross_some_head_share"] >= g["cross_head_best"]
 
 
 @pytest.mark.claim("clm-prompted")
@@ -240,9 +307,10 @@ def test_a_three_layer_causal_stack_stays_causal(g):
     assert g["deep_future_influence_share"] == 0.0 and g["deep_past_influence_share"] == 1.0
 
 
-@pytest.mark.claim("pairs-check")
+@pytest.mark.claim("pairs-check", "prefix-pairs")
 def test_pair_counts_of_the_two_sequence_to_sequence_designs(g):
     S, T = g["S_ex"], g["T_dec_ex"]
     assert g["pairs_s2s_formula"] == g["pairs_s2s_masks"] == S**2 + T * (T + 1) // 2 + T * S
     assert g["pairs_dec_formula"] == g["pairs_dec_mask"] == (S + T) * (S + T + 1) // 2
     assert g["pairs_s2s_formula"] - g["pairs_dec_formula"] == S * (S - 1) // 2
+    assert g["pairs_prefix_mask"] == g["pairs_s2s_formula"], "a prefix LM uses exactly the encoder-decoder's pairs"
