@@ -44,6 +44,9 @@ and a per-section score guarded/shown; ``--json`` writes everything.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python tools/claims_check.py`: tools/ is a package
+    raise SystemExit("run it as a module, from the repository root: python -m tools.claims_check ...")
+
 import argparse
 import contextlib
 import io

@@ -27,6 +27,9 @@ the solutions and the ``hide-cell`` code and keeps the exercise prompts.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python tools/colab.py`: tools/ is a package
+    raise SystemExit("run it as a module, from the repository root: python -m tools.colab ...")
+
 import argparse
 import ast
 import functools

@@ -30,6 +30,9 @@ run of its first cell does anything.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python tools/colab_sim.py`: tools/ is a package
+    raise SystemExit("run it as a module, from the repository root: python -m tools.colab_sim ...")
+
 import argparse
 import hashlib
 import json

@@ -13,6 +13,9 @@ edition in the footer, a PDF outline from the headings) to ``_build/pdf/``.
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python tools/pdf.py`: tools/ is a package
+    raise SystemExit("run it as a module, from the repository root: python -m tools.pdf ...")
+
 import argparse
 import functools
 import html

@@ -63,6 +63,9 @@ shrinks).
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python tools/prose_numbers.py`: tools/ is a package
+    raise SystemExit("run it as a module, from the repository root: python -m tools.prose_numbers ...")
+
 import argparse
 import re
 import sys

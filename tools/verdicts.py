@@ -42,6 +42,9 @@ not mark, an unmarked candidate not listed, and a listed sentence that is gone a
 
 from __future__ import annotations
 
+if __name__ == "__main__" and not __package__:  # `python tools/verdicts.py`: tools/ is a package
+    raise SystemExit("run it as a module, from the repository root: python -m tools.verdicts ...")
+
 import argparse
 import ast
 import re
