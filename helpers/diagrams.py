@@ -521,12 +521,19 @@ def rope_rotation(m: int = 3, n: int = 1, theta: float = 0.35) -> Diagram:
 # §14.54 / §14.55 / §14.56 -------------------------------------------------------------------------
 
 def block_pre_post_norm() -> Diagram:
-    """§14.54: the residual stream through one block, post-norm (left) and pre-norm (right)."""
+    """§14.54: the residual stream through one block, post-norm (left) and pre-norm (right).
+
+    A dashed outline marks one block (repeated L times); the pre-norm stack's final LayerNorm sits above it.
+    """
     c = Canvas(16, 12.0)
     for x0, pre in ((3.8, False), (11.8, True)):
         c.text(x0, 11.4, "pre-norm (GPT-2 and since)" if pre else "post-norm (original)", size=FONT)
         c.arrow((x0, 0.6), (x0, 10.6), tone="state", lw=3.0)
         c.text(x0, 0.25, r"$x$ (the residual stream)", size=FONT - 1.5)
+        top = 9.35 if pre else 10.0  # the block's outline ends above its last add (and, in post-norm, LayerNorm)
+        c.ax.add_patch(FancyBboxPatch((x0 - 1.45, 1.05), 5.4, top - 1.05, boxstyle="round,pad=0,rounding_size=0.25",
+                                      fill=False, edgecolor=GREY, lw=1.2, linestyle=(0, (4, 2.5))))
+        c.text(x0 - 0.8, 1.45, r"$\times L$", size=FONT - 1, colour=GREY)
         for y_in, name in ((1.6, "multi-head\nattention"), (5.8, "feed-forward\n(FFN)")):
             plus = c.circle(x0, y_in + 3.0, "+")
             sub_x = x0 + 2.5
@@ -544,9 +551,7 @@ def block_pre_post_norm() -> Diagram:
             if not pre:
                 c.box(x0, y_in + 3.75, "LayerNorm", w=2.0, h=0.55, tone="gate", size=FONT - 2)
         if pre:
-            c.box(x0, 10.0, "the stack's final LayerNorm", w=3.2, h=0.55, tone="gate", size=FONT - 2)
-    c.text(3.8, -0.35 + 0.2, "", size=1)
-    c.text(8.0, 11.0 - 10.2 + 0.0, "", size=1)
+            c.box(x0, 10.05, "the stack's final LayerNorm", w=4.2, h=0.6, tone="gate", size=FONT - 2)
     return c.done()
 
 
