@@ -696,23 +696,24 @@ def three_families(n: int = 4) -> Diagram:
     w = 1.2
     c = Canvas(3 * (w * n + 1.6) + w * n + 1.0, 7.6)
 
-    def column(x0, labels_in, labels_out, causal, tone, y_in=1.0, y_out=5.0):
+    def column(x0, labels_in, labels_out, causal, tones, y_in=1.0, y_out=5.0):
         xs = [x0 + w * i for i in range(len(labels_in))]
         for i, x in enumerate(xs):
             c.box(x, y_in, labels_in[i], w=1.0, h=0.6, tone="io", size=FONT - 2.5)
-            if labels_out[i] is not None:
-                c.box(x, y_out, labels_out[i], w=1.0, h=0.6, tone=tone, size=FONT - 2.5)
-                for j, xj in enumerate(xs):
-                    if not causal or j <= i:
-                        c.line([xj, x], [y_in + 0.3, y_out - 0.3], tone="attn", lw=0.6, alpha=0.6)
+            c.box(x, y_out, labels_out[i], w=1.0, h=0.6, tone=tones[i], size=FONT - 2.5, fill=tones[i] != "io")
+            for j, xj in enumerate(xs):
+                if not causal or j <= i:
+                    c.line([xj, x], [y_in + 0.3, y_out - 0.3], tone="attn", lw=0.6, alpha=0.6)
         return xs
 
-    xs = column(1.2, ["a", "[M]", "c", "d"][:n] + ["e"] * max(0, n - 4), [None, "b", None, None][:n] + [None] * max(0, n - 4),
-                False, "op")
+    # encoder-only: every output reads every input; only the output at the masked position carries a loss
+    enc_in = ["a", "[M]"] + [chr(ord("c") + i) for i in range(n - 2)]
+    column(1.2, enc_in, [chr(ord("a") + i) for i in range(n)], False, ["io", "op"] + ["io"] * (n - 2))
+    c.text(1.2 + w, 5.65, "loss", size=FONT - 3.5, colour=TONES["op"])
     c.text(1.2 + w * (n - 1) / 2, 6.4, "encoder-only: all see all;\npredict the masked token", size=FONT - 2)
     x0 = 1.2 + w * n + 1.6
     toks = [chr(ord("a") + i) for i in range(n)]
-    column(x0, toks, [chr(ord("b") + i) for i in range(n)], True, "op")
+    column(x0, toks, [chr(ord("b") + i) for i in range(n)], True, ["op"] * n)
     c.text(x0 + w * (n - 1) / 2, 6.4, "decoder-only: causal;\npredict every next token", size=FONT - 2)
     x1 = x0 + w * n + 1.6
     src = [chr(ord("p") + i) for i in range(n)]
@@ -731,14 +732,14 @@ def three_families(n: int = 4) -> Diagram:
             if j <= i:
                 c.line([xj, x], [1.3, 4.7], tone="attn", lw=0.6, alpha=0.6)
         for xe in enc_x:
-            c.line([xe, x], [3.3, 4.7], tone="state", lw=0.6, alpha=0.5)
+            c.line([xe, x], [3.3, 4.7], tone="attn", lw=0.7, alpha=0.7, dashed=True)
     c.text((x1 + dec_x[-1]) / 2, 6.4, "encoder–decoder: bidirectional encoder, causal decoder\n"
            "plus cross-attention to every encoder output", size=FONT - 2)
-    # the legend: what the two line colours stand for
+    # the legend: what the two line styles stand for
     c.line([1.2, 2.0], [0.3, 0.3], tone="attn", lw=1.4)
     c.text(2.2, 0.3, "self-attention (within one sequence)", size=FONT - 3, ha="left")
-    c.line([8.2, 9.0], [0.3, 0.3], tone="state", lw=1.4)
-    c.text(9.2, 0.3, "cross-attention (decoder position → encoder outputs h1…h4)", size=FONT - 3, ha="left")
+    c.line([8.2, 9.0], [0.3, 0.3], tone="attn", lw=1.4, dashed=True)
+    c.text(9.2, 0.3, f"cross-attention (decoder position → encoder outputs h1…h{n})", size=FONT - 3, ha="left")
     return c.done()
 
 
