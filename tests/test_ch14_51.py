@@ -42,6 +42,7 @@ def test_parameters_and_flops_do_not_depend_on_heads(g):
     assert g["flops_value"] == flops[0] == 2 * (4 * T * d**2 + 2 * T**2 * d)
     assert g["params_formula"] == 4 * d**2 and g["params_bias_formula"] == 4 * d**2 + 4 * d
     assert g["flops_formula"] == 2 * (4 * T * d**2 + 2 * T**2 * d)
+    assert g["flops_attn_share"] == pytest.approx(2 * 2 * T**2 * d / flops[0], rel=1e-12), "scores and mixing"
 
 
 @pytest.mark.claim("weights-grow-with-h", "softmax-grows-with-h", "takeaway-cost")
@@ -86,6 +87,15 @@ def test_four_heads_solve_what_one_head_cannot(g):
     assert g["acc1_others_max"] == pytest.approx(max(sorted(a)[-2] for a in acc1s), rel=1e-9)
     for acc1 in acc1s:
         assert sorted(acc1)[-2] <= g["acc1_others_max"] < 0.5 * g["acc1_max_lo"] and max(acc1) < g["acc4_min"]
+
+
+@pytest.mark.claim("one-head-longer")
+def test_one_head_gains_little_from_longer_training(g):
+    acc1_long = data(g, "acc1_long_per_offset")
+    assert len(acc1_long) == 4 and g["acc1_long_steps"] > g["train_steps"]
+    assert g["acc1_long_mean"] == pytest.approx(np.mean(acc1_long), rel=1e-9)
+    # helps only a little: better than after the short run, still far below the four-head model
+    assert g["acc1_mean"] < g["acc1_long_mean"] < 0.6 * g["acc4_min"]
 
 
 @pytest.mark.claim("heads-specialise", "takeaway-heads")
@@ -196,7 +206,7 @@ def test_single_head_ablation(g):
     harmless = [sum(np.mean(a) > g["keep_threshold"] for a in s[8]) for s in seeds]
     assert g["abl8_n_harmless"] == harmless[0]
     assert g["abl8_n_harmless_lo"] == min(harmless) and g["abl8_n_harmless_hi"] == max(harmless)
-    assert 0 < min(harmless) and max(harmless) < g["ex3_n_heads"] == len(abl8), "some but not all, every seed"
+    assert 0 < min(harmless) and max(harmless) < len(abl8) == 8, "some but not all, every seed"
     # the others each hold a share of an offset no other head covers: removing one leaves an offset near chance
     worst = [min(min(a) for a in s[8]) for s in seeds]
     assert g["abl8_worst_offset_lo"] == pytest.approx(min(worst), rel=1e-9)
@@ -232,35 +242,23 @@ def test_greedy_pruning_redundancy(g):
 
 
 @pytest.mark.claim("prune-equal-remaining", "pruned-below-trained", "prune-level-at-two", "spread-over-more",
-                   "prune-equal-width", "width-reverses", "takeaway-pruning")
-def test_pruned_eight_heads_trail_at_equal_heads_and_lead_at_equal_width(g):
+                   "takeaway-pruning")
+def test_pruned_eight_heads_are_no_better_at_equal_heads(g):
     p8s, p4s = data(g, "prune8_curves"), data(g, "prune4_curves")
     # at equal heads remaining r (the figure's axis): pruned eight-head minus four-head pruned to r, every seed
     lead = [[c8[8 - r] - c4[4 - r] for r in (4, 3, 2, 1)] for c8, c4 in zip(p8s, p4s)]
     assert g["prune_lead_max"] == pytest.approx(max(max(row) for row in lead), rel=1e-9)
     n = g["n_test_predictions"]
+    assert n == 1000 * (16 - 4) * 4, "test sequences x scored positions x offsets"
     assert g["prune_lead_predictions"] == round(g["prune_lead_max"] * n)
     assert g["prune_lead_max"] * n == pytest.approx(g["prune_lead_predictions"], abs=1e-6), "a whole number of predictions"
     assert g["prune_lead_predictions"] <= 1, "never ahead by more than one prediction"
-    # four and three left: behind in every seed; the four-head model recalls every test prediction
+    # four left: behind the four-head model trained at that size, which recalls every test prediction, every seed
     assert g["prune8_at_4"] == pytest.approx(p8s[0][4], rel=1e-12)
     assert g["prune8_at_4_hi"] == pytest.approx(max(c[4] for c in p8s), rel=1e-12)
     assert g["prune4_full_min"] == pytest.approx(min(c[0] for c in p4s), rel=1e-12)
     assert g["prune4_full_min"] == 1.0, "every test prediction, every seed"
     assert g["prune8_at_4_hi"] < g["prune4_full_min"]
-    # at equal attention width (the eight-head model's heads are half as wide): the order reverses, every seed
-    assert g["d_toy_eighth"] * 8 == g["d_toy"] == g["d_toy_quarter"] * 4 and g["width_half"] * 2 == g["d_toy"]
-    widths = [w for w in range(g["d_toy"] - g["d_toy_quarter"], 0, -g["d_toy_quarter"])]
-    width_lead = [[c8[8 - w // g["d_toy_eighth"]] - c4[4 - w // g["d_toy_quarter"]] for w in widths]
-                  for c8, c4 in zip(p8s, p4s)]
-    assert g["width_lead_min"] == pytest.approx(min(min(row) for row in width_lead), rel=1e-9)
-    assert g["width_lead_min"] > 0, "ahead at every width below the full one, in every seed"
-    assert g["prune8_at_4_lo"] == pytest.approx(min(c[4] for c in p8s), rel=1e-12)
-    assert g["prune4_at_2_hi"] == pytest.approx(max(c[2] for c in p4s), rel=1e-12)
-    assert g["prune8_at_4_lo"] > g["prune4_at_2_hi"], "with half the width left"
-    assert g["prune8_at_3_hi"] == pytest.approx(max(c[5] for c in p8s), rel=1e-12)
-    assert g["prune4_at_3_lo"] == pytest.approx(min(c[1] for c in p4s), rel=1e-12)
-    assert g["prune8_at_3_hi"] < g["prune4_at_3_lo"]
     # two and one left: level, each model keeping that many offsets and guessing the rest
     gaps = [abs(row[i]) for row in lead for i in (2, 3)]
     assert g["prune_level_gap"] == pytest.approx(max(gaps), rel=1e-9) and g["prune_level_gap"] < 0.01
@@ -274,16 +272,64 @@ def test_pruned_eight_heads_trail_at_equal_heads_and_lead_at_equal_width(g):
     assert g["subset4_best_hi"] < g["keep_threshold"] < g["prune4_full_min"], "no four survivors hold everything"
 
 
-@pytest.mark.claim("ex3-at-minimum", "ex3-spearman")
+@pytest.mark.claim("ex2-permutation")
+def test_exercise_2_permuting_heads_changes_nothing_but_rounding(g):
+    diffs, scales = data(g, "ex2_diffs"), data(g, "ex2_scales")  # per sequence: largest change, largest output
+    assert len(diffs) == len(scales) > 0
+    assert g["ex2_perm_diff"] == pytest.approx(max(diffs), rel=1e-9)
+    assert g["ex2_out_scale"] == pytest.approx(max(scales), rel=1e-9)
+    # single-precision rounding: within a few float32 ulps of each sequence's outputs
+    assert all(d < 8 * FLOAT32_EPS * sc for d, sc in zip(diffs, scales))
+
+
+@pytest.mark.claim("ex3-small-scores", "ex3-spearman")
 def test_exercise_3_head_importance(g):
-    assert g["ex3_loss_model8"] < 1e-4, "trained to (nearly) zero loss: a minimum"
-    assert g["ex3_loss_model8"] < 1e-3 * g["ex3_loss_early"]
-    importance, increase = np.array(data(g, "ex3_importance")), np.array(data(g, "ex3_increase"))
-    assert len(importance) == len(increase) == g["ex3_n_heads"]
-    assert importance.min() == pytest.approx(g["ex3_importance_min"], rel=1e-9) and importance.min() > 1e-3
+    tail = data(g, "ex3_losses8_tail")
+    assert len(tail) == 20 and g["ex3_loss_model8"] == pytest.approx(np.mean(tail), rel=1e-9)
+    assert g["ex3_loss_model8"] < 1e-4 * math.log(10), "close to zero, against ln 10 for guessing"
+    importance, increase = np.array(data(g, "ex3_importance_seeds")), np.array(data(g, "ex3_increase_seeds"))
+    assert importance.shape == increase.shape == (g["n_seeds"], 8)
+    assert g["ex3_importance_max"] == pytest.approx(importance.max(), rel=1e-9)
+    assert g["ex3_importance_max"] < 1e-3, "small scores"
     ranks = lambda x: x.argsort().argsort().astype(float)  # noqa: E731 (no ties here)
-    assert g["ex3_spearman"] == pytest.approx(np.corrcoef(ranks(importance), ranks(increase))[0, 1], rel=1e-6)
-    assert g["ex3_spearman"] > 0, "the two rankings broadly agree"
+    rho = [np.corrcoef(ranks(imp), ranks(inc))[0, 1] for imp, inc in zip(importance, increase)]
+    assert g["ex3_spearman_lo"] == pytest.approx(min(rho), rel=1e-6)
+    assert g["ex3_spearman_hi"] == pytest.approx(max(rho), rel=1e-6)
+    assert min(rho) > 0.5, "broadly agree, every seed"
+    assert max(rho) < 1, "though not exactly"
+
+
+@pytest.fixture(scope="module")
+def lookup_evidence():
+    """Exercise 4's held-out look-ups, redrawn: (match's margin in others' sd, share where the match scores highest)
+    when query and keys are compared on d_k coordinates, for d_k = 32 and 8."""
+    seed, n, n_keys, d, noise = executed_parameters(STEM)["SEED"], 2000, 16, 32, 1.0
+    gen = torch.Generator().manual_seed(seed + 5)
+    keys = torch.randn(n, n_keys, d, generator=gen)
+    match = torch.randint(0, n_keys, (n,), generator=gen)
+    query = keys[torch.arange(n), match] + noise * torch.randn(n, d, generator=gen)
+    out = {}
+    for d_k in (32, 8):
+        scores = (query[:, None, :d_k] * keys[..., :d_k]).sum(-1)
+        is_match = torch.nn.functional.one_hot(match, n_keys).bool()
+        others = scores[~is_match].view(n, -1)
+        out[d_k] = (((scores[is_match] - others.mean(1)).mean() / others.std(1).mean()).item(),
+                    (scores.argmax(1) == match).double().mean().item())
+    return out
+
+
+@pytest.mark.claim("ex4-snr")
+def test_exercise_4_evidence_grows_as_sqrt_d_k(g, lookup_evidence):
+    full, quarter = g["d_toy"], g["d_toy_quarter"]
+    assert g["ex4_snr_full"] == pytest.approx(lookup_evidence[full][0], rel=1e-4)
+    assert g["ex4_snr_quarter"] == pytest.approx(lookup_evidence[quarter][0], rel=1e-4)
+    assert g["ex4_top_full"] == pytest.approx(lookup_evidence[full][1], rel=1e-9)
+    assert g["ex4_top_quarter"] == pytest.approx(lookup_evidence[quarter][1], rel=1e-9)
+    # about sqrt(d_k / 2) standard deviations, so the ratio is about sqrt(full / quarter)
+    for d_k, snr in ((full, g["ex4_snr_full"]), (quarter, g["ex4_snr_quarter"])):
+        assert snr == pytest.approx(math.sqrt(d_k / 2), rel=0.1)
+    assert g["ex4_snr_full"] / g["ex4_snr_quarter"] == pytest.approx(math.sqrt(full / quarter), rel=0.1)
+    assert g["ex4_top_full"] > g["ex4_top_quarter"]
 
 
 @pytest.mark.claim("ex4-one-head-wins")
@@ -305,4 +351,3 @@ def test_exercise_4_one_wide_head_beats_four_narrow(g):
 
 def test_exercise_solutions(g):
     assert abs(g["ex1_flop_ratio"] - 1) < 1e-12, "attention overtakes the projections at T = 2d"
-    assert g["ex2_perm_diff"] < 1e-4, "head order is arbitrary"
