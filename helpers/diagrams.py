@@ -423,7 +423,7 @@ def multi_head_split(heads: int = 4) -> Diagram:
         c.ax.add_patch(Rectangle((cx - col_w / 2, col_bottom), col_w, col_top - col_bottom, facecolor="#F4F4F4",
                                  edgecolor=GREY, lw=0.8, zorder=1))
         c.arrow(_edge(w, "b"), (cx, col_top), label=rf"${name}$", label_offset=(0.3, 0), size=FONT - 1)
-    c.text(9.0, col_top + 0.1, rf"split into $h$={heads} heads of $d/h$", size=FONT - 1.5)
+    c.text(col_x[1], col_bottom - 0.3, rf"split into $h$={heads} heads of $d/h$", size=FONT - 1.5)  # under Q, K, V
     frame_l, frame_r = col_x[0] - col_w / 2 - 0.2, col_x[-1] + col_w / 2 + 0.2
     cat_x, cat_w = 11.4, 0.7
     c.ax.add_patch(Rectangle((cat_x - cat_w / 2, col_bottom), cat_w, col_top - col_bottom, facecolor="#F4F4F4",
