@@ -527,7 +527,7 @@ def block_pre_post_norm() -> Diagram:
     """
     c = Canvas(16, 12.0)
     for x0, pre in ((3.8, False), (11.8, True)):
-        c.text(x0, 11.4, "pre-norm (GPT-2 and since)" if pre else "post-norm (original)", size=FONT)
+        c.text(x0, 11.4, "pre-norm (GPT-2, most LLMs)" if pre else "post-norm (original)", size=FONT)
         c.arrow((x0, 0.6), (x0, 10.6), tone="state", lw=3.0)
         c.text(x0, 0.25, r"$x$ (the residual stream)", size=FONT - 1.5)
         top = 9.35 if pre else 10.0  # the block's outline ends above its last add (and, in post-norm, LayerNorm)

@@ -28,6 +28,12 @@ def test_residual_stream_is_the_sum_of_the_writes(g):
     assert g["identity_err_post"] > g["identity_err_pre"], "while the post-norm block moves it by up to ..."
 
 
+@pytest.mark.claim("post-std-identity")
+def test_zeroed_post_norm_block_is_nearly_the_identity_on_a_standardised_input(g):
+    assert g["identity_err_post_std"] < 1e-4, "the identity to within float32 rounding of a LayerNorm"
+    assert g["identity_err_post_std"] < g["identity_err_post"] / 1e4, "far below its change of a raw input"
+
+
 @pytest.mark.claim("ln-matches", "ln-independent", "ln-misconception")
 def test_layer_norm_is_per_position(g):
     assert g["ln_err"] < 1e-5
@@ -107,9 +113,9 @@ def by_depth(g, name):
     return np.array(data(g, name))
 
 
-@pytest.mark.claim("depth-law-xavier", "depth-fold-changes", "fact-pre-shrinks", "takeaway-pre")
+@pytest.mark.claim("depth-law-xavier", "depth-fold-changes", "depth-rule", "fact-pre-shrinks", "takeaway-pre")
 def test_pre_norm_last_block_follows_one_over_sqrt_L_in_xiongs_setting(g):
-    """W2 of the last block, Xavier init: shrinks like 1/sqrt(L), close to sqrt(32/2) = 4; the stream grows as much."""
+    """W2 of the last block, Xavier init: the stream grows about sqrt(32/2) = 4-fold; the gradient shrinks somewhat less."""
     blocks = data(g, "depth_blocks")
     assert blocks[0] == g["depth_shallow"] and blocks[-1] == g["depth_deep"]
     assert g["sqrt_depth_ratio"] == pytest.approx(np.sqrt(blocks[-1] / blocks[0]))
@@ -119,10 +125,11 @@ def test_pre_norm_last_block_follows_one_over_sqrt_L_in_xiongs_setting(g):
     assert all(a > b for a, b in zip(mean, mean[1:])), "shrinks at every doubling of the depth"
     shrink = mean[0] / mean[-1]
     assert g["xiong_depth_pre_shrink"] == pytest.approx(shrink, rel=1e-9)
-    assert abs(shrink / g["sqrt_depth_ratio"] - 1) < 0.15, "close to the sqrt(L) fall"
+    assert 0.8 < shrink / g["sqrt_depth_ratio"] < 1, "somewhat less than the sqrt(L) fall"
     stream = by_depth(g, "depth_xavier_pre_stream").mean(axis=1)
     assert g["stream_growth_xavier"] == pytest.approx(stream[-1] / stream[0], rel=1e-9)
-    assert abs(g["stream_growth_xavier"] / g["sqrt_depth_ratio"] - 1) < 0.15, "close to the sqrt(L) growth"
+    assert abs(g["stream_growth_xavier"] / g["sqrt_depth_ratio"] - 1) < 0.05, "about the sqrt(L) growth"
+    assert shrink < g["stream_growth_xavier"], "the gradient shrinks somewhat less than the stream grows"
     # "roughly like 1/sqrt(L)": gradient x sqrt(L) stays within 25 % of its mean at every depth
     scaled = mean * np.sqrt(blocks)
     assert np.all(np.abs(scaled / scaled.mean() - 1) < 0.25)
@@ -133,12 +140,12 @@ def loglog_slope(blocks, values):
 
 
 @pytest.mark.claim("depth-law-xavier", "fact-pre-shrinks", "takeaway-pre")
-def test_pre_norm_slope_under_xavier_is_close_to_minus_one_half(g):
+def test_pre_norm_slope_under_xavier_is_shallower_than_minus_one_half(g):
     blocks = data(g, "depth_blocks")
     assert len(blocks) == g["n_depths"]
     slope = loglog_slope(blocks, by_depth(g, "depth_xavier_pre_w2").mean(axis=1))
     assert g["slope_xavier_pre"] == pytest.approx(slope, rel=1e-9)
-    assert abs(slope - (-0.5)) < 0.1, "close to the bound's -1/2"
+    assert -0.5 < slope < -0.35, "shallower than the bound's -1/2 at these depths, but on the way to it"
 
 
 @pytest.mark.claim("depth-law-torch", "fact-pre-shrinks", "takeaway-pre")
@@ -288,3 +295,41 @@ def test_a_pre_norm_block_spares_nothing(g):
     # every matmul reads a LayerNorm's output (or the attention's), so each pays dL/dX and dL/dW: exactly 2
     assert g["backward_over_forward_nograd_pre"] == pytest.approx(2.0, abs=1e-9)
     assert g["backward_over_forward_nograd_pre"] > g["backward_over_forward_nograd"]
+
+
+@pytest.mark.claim("grad-times-stream", "takeaway-pre")
+def test_pre_norm_gradient_scales_inversely_with_the_stream_entering_the_block(g):
+    grad = np.array(data(g, "grad_mean_pre"))
+    stream_in = np.array(data(g, "stream_mean_pre"))[:-1]  # the stream entering each block
+    assert len(grad) == len(stream_in) == g["n_layers"]
+    assert g["pre_stream_in_growth"] == pytest.approx(stream_in[-1] / stream_in[0], rel=1e-9)
+    product = grad * stream_in
+    assert g["pre_grad_x_stream_first_last"] == pytest.approx(product[0] / product[-1], rel=1e-9)
+    assert abs(g["pre_stream_in_growth"] / g["pre_first_last"] - 1) < 0.1, "the stream grows about as much as the gradient falls"
+    assert abs(np.log(g["pre_grad_x_stream_first_last"])) < np.log(g["pre_first_last"]) / 4, "the product is nearly level"
+    assert np.ptp(np.log(product)) < np.ptp(np.log(grad)) / 2, "level across all blocks, not only at the ends"
+
+
+def bootstrap_slopes(g, name, rng):
+    blocks = np.array(data(g, "depth_blocks"))
+    runs = np.array(data(g, name))  # (depths, inits)
+    n = runs.shape[1]
+    slopes = [np.polyfit(np.log(blocks), np.log(runs[:, rng.integers(0, n, n)].mean(axis=1)), 1)[0]
+              for _ in range(g["n_boot"])]
+    level = g["ci_level"]
+    return np.percentile(slopes, [(100 - level) / 2, (100 + level) / 2])
+
+
+@pytest.mark.claim("depth-law-xavier", "depth-post-grows", "fact-post-not", "takeaway-gradients")
+def test_depth_slopes_with_bootstrap_intervals(g):
+    rng = np.random.default_rng(g["bootstrap_seed"])  # the notebook's order: pre-norm, then post-norm
+    pre = bootstrap_slopes(g, "depth_xavier_pre_w2", rng)
+    post = bootstrap_slopes(g, "depth_xavier_post_w2", rng)
+    assert [g["slope_xavier_pre_lo"], g["slope_xavier_pre_hi"]] == pytest.approx(list(pre), rel=1e-9)
+    assert [g["slope_xavier_post_lo"], g["slope_xavier_post_hi"]] == pytest.approx(list(post), rel=1e-9)
+    assert -0.5 < g["slope_xavier_pre_lo"] <= g["slope_xavier_pre"] <= g["slope_xavier_pre_hi"] < 0, \
+        "the interval excludes -1/2: shallower than the bound's rate"
+    blocks = np.array(data(g, "depth_blocks"))
+    post_mean = np.array(data(g, "depth_xavier_post_w2")).mean(axis=1)
+    assert g["slope_xavier_post"] == pytest.approx(np.polyfit(np.log(blocks), np.log(post_mean), 1)[0], rel=1e-9)
+    assert 0 < g["slope_xavier_post_lo"] <= g["slope_xavier_post"] < 0.25, "post-norm grows, mildly"
