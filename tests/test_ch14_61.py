@@ -122,16 +122,6 @@ def test_draws_of_the_masks_average_the_derived_share(g):
     assert abs(mean - g["share_expected"]) < 3 * sd / math.sqrt(len(draws))
 
 
-@pytest.mark.claim("heldout-share-noise")
-def test_the_held_out_masks_give_a_noisy_estimate_of_the_derived_floor(g):
-    ln8 = math.log(8)
-    assert g["mlm_loss_floor"] == pytest.approx(ln8 * g["share_expected"], rel=1e-9), "the derived floor"
-    assert g["mlm_loss_floor_heldout"] == pytest.approx(ln8 * g["mlm_unpredictable_share"], rel=1e-9)
-    z = (g["mlm_unpredictable_share"] - g["share_expected"]) / g["share_draws_sd"]
-    assert g["share_heldout_z"] == pytest.approx(z, rel=1e-9)
-    assert 0 < z < 3, "above, within the draw-to-draw noise"
-
-
 @pytest.mark.claim("clm-near-floor")
 def test_the_clm_reaches_its_derived_floor(g):
     n_letters, T = 8, g["T_pal"]
@@ -160,7 +150,9 @@ def test_the_mlm_gets_a_few_targets_where_the_clm_gets_one_per_position(g):
     expected = 1 + (T - 1) * p  # one position always hidden, each other one with probability p
     assert abs(g["mlm_targets_per_seq"] - expected) < 0.1 * expected
     assert g["mlm_targets_per_seq"] < g["clm_targets_per_seq"], "thinner supervision: ... against the CLM's ..."
-    assert g["mlm_hidden_share"] == pytest.approx(g["mlm_targets_per_seq"] / T, rel=1e-12)
+    assert g["mlm_hidden_share"] == pytest.approx(expected / T, rel=1e-12), "the exact expectation"
+    assert g["mlm_hidden_share_measured"] == pytest.approx(g["mlm_targets_per_seq"] / T, rel=1e-12)
+    assert abs(g["mlm_hidden_share_measured"] - g["mlm_hidden_share"]) < 0.1 * g["mlm_hidden_share"]
     assert g["mlm_hidden_share"] > 1.3 * p, "the forced position: well above the drawn rate"
 
 
@@ -363,24 +355,24 @@ def test_the_missed_steps_look_at_the_source_eos(g):
     assert misses and all(source[a] == "<eos>" for a in misses)
 
 
-@pytest.mark.claim("cross-same-letter", "cross-many", "cross-repeats")
-def test_counting_the_same_letter_as_a_hit_changes_nothing(g):
+@pytest.mark.claim("cross-many")
+def test_the_averaged_map_and_each_head_find_the_copied_position(g):
     assert 0.5 < share(g, "cross_alignment_share_many") < 1, "most copy steps, not all, by position"
     words = data(g, "cross_many_words")
     assert g["cross_alignment_words"] == len(words) and all(len(w) == g["n_half"] for w in words)
-    assert g["cross_distinct_words"] == sum(len(set(w)) == len(w) for w in words)
-    assert g["cross_distinct_words"] < 0.2 * g["cross_alignment_words"], "most words repeat a letter"
-    assert g["cross_same_letter_share_many"] >= g["cross_alignment_share_many"], "a position hit is a letter hit"
-    assert g["cross_misses_on_eos_many"] == 1.0, "every miss lands on the source's <eos> ..."
-    assert g["cross_same_letter_share_many"] == pytest.approx(g["cross_alignment_share_many"]), "... so the share is the same"
+    by_head = data(g, "cross_pos_by_head")  # the same position metric, one head at a time
+    assert len(by_head) == 2, "one head and the other"
+    assert g["cross_head_best_pos"] == max(by_head) and g["cross_head_worst_pos"] == min(by_head)
+    assert all(0 <= v <= 1 for v in by_head)
 
 
-@pytest.mark.claim("cross-heads", "cross-many")
-def test_one_head_reads_the_copied_letter_where_the_average_misses(g):
-    by_head = data(g, "cross_same_letter_by_head")
-    assert g["cross_head_best"] == max(by_head) and g["cross_head_worst"] == min(by_head)
-    assert g["cross_head_best"] > 0.99 and g["cross_head_worst"] < g["cross_same_letter_share_many"] < g["cross_head_best"]
-    assert share(g, "cross_some_head_share") > 0.99 and g["cross_some_head_share"] >= g["cross_head_best"]
+@pytest.mark.claim("cross-heads")
+def test_some_head_finds_every_copied_position_the_average_misses(g):
+    by_head = data(g, "cross_pos_by_head")
+    some = share(g, "cross_some_head_pos_share")
+    assert some >= max(by_head), "some head: at least the better head's hits"
+    assert some > 0.99, "some head finds the copied position at (nearly) every step"
+    assert g["cross_alignment_share_many"] < some - 0.1, "the head-averaged map misses steps a head gets right"
 
 
 @pytest.mark.claim("clm-prompted")
@@ -398,16 +390,25 @@ def test_the_decoder_only_seq2seq_model_has_as_many_blocks_and_about_the_same_si
     assert 0.75 < g["dec_s2s_param_ratio"] < 1.25, "roughly matched"
 
 
-@pytest.mark.claim("dec-s2s-exact", "dec-s2s-less-reliable", "design-choice", "takeaway-dec-s2s")
-def test_a_decoder_only_model_learns_the_variable_length_task_less_reliably(g):
+@pytest.mark.claim("dec-s2s-exact", "dec-s2s-one-short", "design-choice", "takeaway-dec-s2s")
+def test_a_decoder_only_model_learns_the_variable_length_task_with_one_seed_short(g):
     rows = data(g, "seq2seq_rows")  # (seed, encoder-decoder exact share, decoder-only exact share)
-    assert len(rows) == g["n_seeds_s2s"] and rows[0][1] == g["s2s_exact"], "seed 0: the encoder-decoder above"
+    assert len(rows) == g["n_seeds_s2s"] == 2 and rows[0][1] == g["s2s_exact"], "seed 0: the encoder-decoder above"
     dec = [r[2] for r in rows]
     assert g["dec_s2s_exact"] == dec[0] and g["dec_s2s_exact_min"] == min(dec) and g["dec_s2s_exact_max"] == max(dec)
-    assert g["s2s_exact_seeds_min"] == min(r[1] for r in rows) == 1.0, "the encoder-decoder: every word, every seed"
+    assert g["s2s_exact_seeds_min"] == min(r[1] for r in rows) == 1.0, "the encoder-decoder: every word, both seeds"
     assert share(g, "dec_s2s_exact") > 0.95, "it learns the task, stopping included (section's seed)"
-    assert share(g, "dec_s2s_exact_min") > 0.5, "every seed learns most of it"
-    assert g["dec_s2s_exact_min"] < g["s2s_exact_seeds_min"], "less reliably: some seed falls short of the encoder-decoder"
+    assert abs(rows[0][2] - rows[0][1]) < 0.01, "the section's seed: level with the encoder-decoder"
+    assert g["dec_s2s_exact_min"] == dec[1] and dec[1] < rows[1][1] - 0.05, "the other seed: short of it"
+    assert share(g, "dec_s2s_exact_min") > 0.5, "it still learns most of it"
+
+
+@pytest.mark.claim("dec-s2s-targets", "takeaway-dec-s2s")
+def test_the_decoder_only_model_gets_about_half_the_targets(g):
+    mean_n = (g["n_min"] + g["n_max"]) / 2  # word lengths uniform from n_min to n_max
+    assert abs(g["dec_s2s_targets_per_seq"] - (mean_n + 1)) < 0.1 * (mean_n + 1), "n + 1: w^R and <eos>"
+    assert abs(g["s2s_targets_per_seq"] - (2 * mean_n + 2)) < 0.1 * (2 * mean_n + 2), "2n + 2: w | w^R <eos>"
+    assert 1.8 < g["s2s_targets_per_seq"] / g["dec_s2s_targets_per_seq"] < 2.2, "about twice as many"
 
 
 # ------------------------------------------------------------------------------ exercise solutions
