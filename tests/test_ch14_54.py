@@ -145,7 +145,7 @@ def test_pre_norm_slope_under_xavier_is_shallower_than_minus_one_half(g):
     assert len(blocks) == g["n_depths"]
     slope = loglog_slope(blocks, by_depth(g, "depth_xavier_pre_w2").mean(axis=1))
     assert g["slope_xavier_pre"] == pytest.approx(slope, rel=1e-9)
-    assert -0.5 < slope < -0.35, "shallower than the bound's -1/2 at these depths, but on the way to it"
+    assert -0.5 < slope < -0.35, "shallower than the bound's -1/2 at these depths"
 
 
 @pytest.mark.claim("depth-law-torch", "fact-pre-shrinks", "takeaway-pre")
@@ -163,6 +163,7 @@ def test_post_norm_last_block_does_not_shrink_with_depth(g):
     runs, pre = by_depth(g, "depth_xavier_post_w2"), by_depth(g, "depth_xavier_pre_w2")
     growth, pairs = runs[-1].mean() / runs[0].mean(), runs[-1] / runs[0]
     assert g["xiong_depth_post_growth"] == pytest.approx(growth, rel=1e-9)
+    assert g["n_inits_post_grows"] == int((pairs > 1).sum()) == g["n_inits"], "in every initialisation"
     assert growth > 1 and pairs.min() > 1, "larger at the deepest stack than at the shallowest, in every initialisation"
     assert g["depth_post_over_pre_deep"] == pytest.approx(runs[-1].mean() / pre[-1].mean(), rel=1e-9)
     assert g["depth_post_over_pre_deep"] > runs[0].mean() / pre[0].mean(), "the gap widens with depth"
@@ -333,3 +334,30 @@ def test_depth_slopes_with_bootstrap_intervals(g):
     post_mean = np.array(data(g, "depth_xavier_post_w2")).mean(axis=1)
     assert g["slope_xavier_post"] == pytest.approx(np.polyfit(np.log(blocks), np.log(post_mean), 1)[0], rel=1e-9)
     assert 0 < g["slope_xavier_post_lo"] <= g["slope_xavier_post"] < 0.25, "post-norm grows, mildly"
+
+
+@pytest.mark.claim("depth-stream-sqrt", "takeaway-pre")
+def test_pre_norm_stream_after_the_last_block_grows_close_to_sqrt_L(g):
+    """Xavier init: the log-log slope of the mean stream against L is close to the 1/2 of a sqrt(L) law."""
+    blocks = data(g, "depth_blocks")
+    stream = by_depth(g, "depth_xavier_pre_stream").mean(axis=1)
+    slope = loglog_slope(blocks, stream)
+    assert g["stream_slope_xavier"] == pytest.approx(slope, rel=1e-9)
+    assert abs(slope - 0.5) < 0.05, "close to sqrt(L)"
+    assert np.ptp(stream / np.sqrt(blocks)) / np.mean(stream / np.sqrt(blocks)) < 0.15, "stream / sqrt(L) nearly flat"
+
+
+@pytest.mark.claim("depth-grad-x-stream", "takeaway-pre")
+def test_pre_norm_last_block_gradient_falls_slightly_less_than_one_over_the_stream(g):
+    """Gradient x stream (means over the initialisations) rises from the shallowest to the deepest stack, a little."""
+    blocks = data(g, "depth_blocks")
+    grad = by_depth(g, "depth_xavier_pre_w2").mean(axis=1)
+    stream = by_depth(g, "depth_xavier_pre_stream").mean(axis=1)
+    product = grad * stream
+    assert g["grad_x_stream_shallow"] == pytest.approx(product[0], rel=1e-9)
+    assert g["grad_x_stream_deep"] == pytest.approx(product[-1], rel=1e-9)
+    assert 1 < product[-1] / product[0] < 1.3, "rises, slightly"
+    # hence the gradient's slope is the stream's slope, negated, plus the product's (positive) slope
+    assert loglog_slope(blocks, product) > 0
+    assert loglog_slope(blocks, grad) == pytest.approx(loglog_slope(blocks, product) - loglog_slope(blocks, stream))
+    assert loglog_slope(blocks, grad) > -0.5, "shallower than -1/2"
