@@ -400,9 +400,10 @@ def qkv_lookup(weights=(0.05, 0.7, 0.2, 0.05)) -> Diagram:
 
 
 def multi_head_split(heads: int = 4) -> Diagram:
-    """§14.51: project once, split d_model into h heads of d/h, attend per head, concatenate, W_O.
+    """§14.51: project once, split d_model into h heads of width d_k = d_model/h, attend per head, concatenate, W_O.
 
-    Each projection's output (Q, K, V) is one (T, d) matrix cut into ``heads`` column slices; head i
+    Each projection's output (Q, K, V) is one (T, d_model) matrix cut into ``heads`` slices along its feature axis
+    (d_model, drawn vertically; the T positions run into the page, every slice keeps all of them); head i
     (one colour) takes slice i of *each* of Q, K and V (the row framed in its colour), and its output
     is slice i of the concatenation that W_O mixes.
     """
@@ -415,7 +416,7 @@ def multi_head_split(heads: int = 4) -> Diagram:
     mid = (top + bottom) / 2
     col_x, col_w = (3.4, 4.8, 6.2), 0.9                       # the columns Q, K, V
     col_top, col_bottom = top + cell_h / 2 + 0.35, bottom - cell_h / 2 - 0.35
-    x = c.box(col_x[1], 10.3, r"$X$  $(T, d)$", w=2.0, h=0.7, tone="io", size=FONT - 1)
+    x = c.box(col_x[1], 10.3, r"$X$  $(T, d_{\mathrm{model}})$", w=2.0, h=0.7, tone="io", size=FONT - 1)
     for cx, name, proj in zip(col_x, "QKV", (r"$W_Q$", r"$W_K$", r"$W_V$")):
         w = c.box(cx, 9.0, proj, w=1.1, h=0.7, tone="weight", size=FONT - 1)
         c.arrow(_edge(x, "b"), _edge(w, "t"))
@@ -423,7 +424,13 @@ def multi_head_split(heads: int = 4) -> Diagram:
         c.ax.add_patch(Rectangle((cx - col_w / 2, col_bottom), col_w, col_top - col_bottom, facecolor="#F4F4F4",
                                  edgecolor=GREY, lw=0.8, zorder=1))
         c.arrow(_edge(w, "b"), (cx, col_top), label=rf"${name}$", label_offset=(0.3, 0), size=FONT - 1)
-    c.text(col_x[1], col_bottom - 0.3, rf"split into $h$={heads} heads of $d/h$", size=FONT - 1.5)  # under Q, K, V
+    c.text(col_x[1], col_bottom - 0.3, rf"split the features into $h$={heads} heads of width $d_k = d_{{\mathrm{{model}}}}/h$",
+           size=FONT - 1.5)  # under Q, K, V
+    # the columns' vertical axis is the feature axis, not the positions: say so beside Q
+    c.ax.annotate("", xy=(col_x[0] - col_w / 2 - 0.45, col_bottom), xytext=(col_x[0] - col_w / 2 - 0.45, col_top),
+                  arrowprops=dict(arrowstyle="<->", color=GREY, lw=0.9))
+    c.text(col_x[0] - col_w / 2 - 0.85, (col_top + col_bottom) / 2, r"features ($d_{\mathrm{model}}$); all $T$ positions in each slice",
+           size=FONT - 2.5, rotation=90)
     frame_l, frame_r = col_x[0] - col_w / 2 - 0.2, col_x[-1] + col_w / 2 + 0.2
     cat_x, cat_w = 11.4, 0.7
     c.ax.add_patch(Rectangle((cat_x - cat_w / 2, col_bottom), cat_w, col_top - col_bottom, facecolor="#F4F4F4",
@@ -447,9 +454,7 @@ def multi_head_split(heads: int = 4) -> Diagram:
     wo = c.box(13.3, mid, r"$W_O$", w=1.2, tone="weight")
     c.arrow((cat_x + cat_w / 2, mid), _edge(wo, "l"))
     c.arrow(_edge(wo, "r"), (15.0, mid))
-    c.text(14.4, mid - 0.6, r"$(T, d)$", size=FONT - 1.5)
-    c.text(7.6, 0.35, "head $i$ attends with slice $i$ of each of $Q$, $K$ and $V$; its output is slice $i$ of the concatenation",
-           size=FONT - 2)
+    c.text(14.4, mid - 0.6, r"$(T, d_{\mathrm{model}})$", size=FONT - 1.5)
     return c.done()
 
 

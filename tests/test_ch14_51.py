@@ -362,3 +362,23 @@ def test_exercise_4_one_wide_head_beats_four_narrow(g):
 
 def test_exercise_solutions(g):
     assert abs(g["ex1_flop_ratio"] - 1) < 1e-12, "attention overtakes the projections at T = 2d"
+
+
+@pytest.mark.claim("mlp-one-head", "takeaway-mlp")
+def test_one_head_with_mlp_readout_learns_every_offset(g):
+    mlp = data(g, "mlp1_per_offset_seeds")  # one list per seed, SEEDS' order
+    acc1s = data(g, "acc1_per_offset_seeds")
+    assert len(mlp) == g["n_seeds"] == 3 and all(len(a) == 4 for a in mlp)
+    assert g["mlp1_min"] == pytest.approx(min(min(a) for a in mlp), rel=1e-9)
+    assert g["mlp1_mean_lo"] == pytest.approx(min(np.mean(a) for a in mlp), rel=1e-9)
+    assert g["mlp1_mean_hi"] == pytest.approx(max(np.mean(a) for a in mlp), rel=1e-9)
+    # every offset, every seed: learned, well above the linear read-out's unlearned offsets and chance
+    assert g["mlp1_min"] > 2 * max(sorted(a)[-2] for a in acc1s) and g["mlp1_min"] > 5 * g["recall_chance"]
+    assert all(sum(x > 0.5 for x in a) == 4 for a in mlp), "all four offsets"
+    # still below the four-head model after the same steps, and more parameters than the linear models
+    assert g["mlp1_mean_hi"] < g["acc4_min"]
+    assert g["mlp1_params"] > g["toy_params"] == data(g, "acc_params")[1]
+    assert g["mlp_hidden"] == 128 and g["readout_width"] == 40
+    d, vocab, T, hidden = g["d_toy"], 10, 16, g["mlp_hidden"]  # embeddings, positions, W_Q K V O (no bias), the MLP
+    assert g["mlp1_params"] == vocab * d + T * d + 4 * d * d + (d * hidden + hidden) + (hidden * 40 + 40)
+    assert g["toy_params"] == vocab * d + T * d + 4 * d * d + (d * 40 + 40)
