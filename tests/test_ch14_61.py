@@ -425,3 +425,38 @@ def test_pair_counts_of_the_two_sequence_to_sequence_designs(g):
     assert g["pairs_dec_formula"] == g["pairs_dec_mask"] == (S + T) * (S + T + 1) // 2
     assert g["pairs_s2s_formula"] - g["pairs_dec_formula"] == S * (S - 1) // 2
     assert g["pairs_prefix_mask"] == g["pairs_s2s_formula"], "a prefix LM uses exactly the encoder-decoder's pairs"
+
+
+@pytest.mark.claim("seeds-gap-budget")
+def test_the_validity_comparison_is_at_equal_steps_not_equal_targets(g):
+    assert g["clm_targets_per_seq"] == g["T_pal"] - 1, "a target at every position after the first"
+    assert g["mlm_targets_per_seq"] < g["clm_targets_per_seq"] / 3, "the MLM: a fraction of the CLM's targets"
+
+
+@pytest.mark.claim("uniform-chi2")
+def test_masking_at_every_rate_removes_the_first_half_skew(g, seeds):
+    rows = data(g, "uniform_data")
+    assert len(rows) == g["n_seeds_uniform"] == 2
+    for r in rows:
+        e = sum(r["counts"]) / len(r["counts"])
+        assert r["chi2"] == pytest.approx(sum((c - e) ** 2 / e for c in r["counts"]))
+    uni = [r["chi2"] for r in rows]
+    same = [seeds[r["seed"], "MLM"]["chi2"] for r in rows]  # the section's MLM, the same seeds
+    clm = [seeds[s, "CLM"]["chi2"] for s in seed_list(seeds)]
+    assert g["uniform_chi2_min"] == pytest.approx(min(uni)) and g["uniform_chi2_max"] == pytest.approx(max(uni))
+    assert g["mlm_chi2_same_min"] == pytest.approx(min(same)) and g["mlm_chi2_same_max"] == pytest.approx(max(same))
+    assert max(uni) < min(same) / 2, "far below the section's MLM with the same seeds"
+    assert min(clm) <= min(uni) and max(uni) <= max(clm), "within the CLM's range"
+
+
+@pytest.mark.claim("uniform-valid")
+def test_masking_at_every_rate_lowers_the_valid_share_after_the_same_steps(g, seeds):
+    rows = data(g, "uniform_data")
+    valid = [r["valid"] for r in rows]
+    same = [seeds[r["seed"], "MLM"]["valid"] for r in rows]
+    assert g["uniform_valid_min"] == pytest.approx(min(valid)) and g["uniform_valid_max"] == pytest.approx(max(valid))
+    assert g["mlm_valid_same_min"] == pytest.approx(min(same)) and g["mlm_valid_same_max"] == pytest.approx(max(same))
+    assert max(valid) < min(same), "below the section's MLM in every seed"
+    targets = sum(r["targets"] for r in rows) / len(rows)
+    assert g["uniform_targets_per_seq"] == pytest.approx(targets)
+    assert targets > g["mlm_targets_per_seq"], "although it got more targets per sequence"
