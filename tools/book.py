@@ -212,7 +212,7 @@ def _execute_one(src: str, parameters: dict, threads: int, force: bool) -> Execu
 
 def execute_all(heavy: bool, force: bool, only: str | None, jobs: int) -> list[Executed]:
     """Execute the book's notebooks, ``jobs`` at a time; raises ``NotebookFailed`` listing failures."""
-    notebooks = [p for p in source_notebooks() if only is None or only in p.name]
+    notebooks = [p for p in source_notebooks(ROOT) if only is None or only in p.name]
     if not notebooks:
         raise SystemExit(f"no notebook in {CHAPTERS} matches {only!r}")
     parameters = {"HEAVY_EVAL": heavy}
@@ -248,7 +248,7 @@ def stage_sources() -> None:
     for name in BOOK_DIRS:
         shutil.copytree(ROOT / name, STAGE / name, dirs_exist_ok=True, copy_function=shutil.copy2)
     # drop executed copies whose source notebook no longer exists
-    sources = {p.name for p in source_notebooks()}
+    sources = {p.name for p in source_notebooks(ROOT)}
     for stale in (STAGE / "chapters").glob("*.ipynb"):
         if stale.name not in sources:
             stale.unlink()
