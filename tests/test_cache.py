@@ -3,6 +3,7 @@
 import importlib
 import json
 import re
+import shutil
 
 import pytest
 import torch
@@ -482,13 +483,16 @@ def test_widen_key_adds_a_module_unchanged_since_a_commit_and_records_the_proof(
                                                     "since commit HEAD, which committed the entry (normalised "
                                                     "sources equal)")
     cache.verify_cache("demo", code=[*saved, "helpers/sampling.py"], config=config, cache_dir=tmp_path)
-    with pytest.raises(ValueError, match="cannot read helpers/no_such_module.py at commit"):
-        new = cache.REPO_ROOT / "helpers" / "no_such_module.py"
-        new.write_text("x = 1\n")
+    # a file that exists now but not at the commit; in a folder of its own, so that the tests that read
+    # helpers/*.py on another worker never see it come and go
+    with pytest.raises(ValueError, match="cannot read helpers/_widen_key_test/no_such_module.py at commit"):
+        scratch = cache.REPO_ROOT / "helpers" / "_widen_key_test"
+        scratch.mkdir()
         try:
-            cache.widen_key("demo", ["helpers/no_such_module.py"], since="HEAD", cache_dir=tmp_path)
+            (scratch / "no_such_module.py").write_text("x = 1\n")
+            cache.widen_key("demo", ["helpers/_widen_key_test/no_such_module.py"], since="HEAD", cache_dir=tmp_path)
         finally:
-            new.unlink()
+            shutil.rmtree(scratch)
 
 
 # ------------------------------------------------------------------ re-keying over argument checks (rekey_over_guards)
