@@ -307,6 +307,15 @@ def truncation_heights(g, rule):
     return [height_above_curve(g, p[1], p[2]) for r, p in sorted(draws(g)[rule].items())]
 
 
+def mean_height_and_se(g, rule, key):
+    """A truncation rule's mean height above the curve and its SE, checked against the glued SE and t."""
+    heights = truncation_heights(g, rule)
+    mean = sum(heights) / len(heights)
+    se = height_se(g, [(p[1], p[2]) for r, p in sorted(draws(g)[rule].items())])
+    assert (g[f"above_curve_{key}_se"], g[f"above_curve_{key}_t"]) == pytest.approx((se, mean / se), rel=1e-6)
+    return mean, se
+
+
 def test_the_curve_is_fitted_where_the_sweep_is_dense(g):
     # "a point every 0.05 from T = 0.75 to T = 0.9, around where the nucleus will land, and one at T = 0.6,
     # where top-k will land"
@@ -346,10 +355,7 @@ def test_truncation_lies_close_to_the_temperature_curve(g):
 
 @pytest.mark.claim("topk-below", "takeaway-truncation-order")
 def test_top5_lies_below_the_curve(g):
-    heights = truncation_heights(g, "top-k, k = 5")
-    mean = sum(heights) / len(heights)
-    se = height_se(g, [(p[1], p[2]) for r, p in sorted(draws(g)["top-k, k = 5"].items())])
-    assert (g["above_curve_topk5_se"], g["above_curve_topk5_t"]) == pytest.approx((se, mean / se), rel=1e-6)
+    mean, se = mean_height_and_se(g, "top-k, k = 5", "topk5")
     # "its mean height ... is t standard errors from zero" (takeaway: "several"), below the curve,
     # "and far outside the temperatures' own scatter about the curve"
     assert mean < -3 * se
@@ -376,10 +382,7 @@ def test_top5_reads_horizontally_as_lost_diversity(g):
 
 @pytest.mark.claim("nucleus-level", "takeaway-truncation-order")
 def test_the_nucleus_is_level_with_cooling(g):
-    heights = truncation_heights(g, "top-p, τ = 0.9")
-    mean = sum(heights) / len(heights)
-    se = height_se(g, [(p[1], p[2]) for r, p in sorted(draws(g)["top-p, τ = 0.9"].items())])
-    assert (g["above_curve_topp09_se"], g["above_curve_topp09_t"]) == pytest.approx((se, mean / se), rel=1e-6)
+    mean, se = mean_height_and_se(g, "top-p, τ = 0.9", "topp09")
     # "has |h| < 2 SE and lies inside the temperatures' own scatter"
     assert abs(mean) < 2 * se
     temps = temperature_heights(g).values()
